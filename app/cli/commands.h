@@ -1,0 +1,12 @@
+// Subcommands of lorascope-cli. Each returns the process exit status; user errors are thrown
+// as lorascope::Error and printed by main() as one line.
+#pragma once
+
+namespace lorascope::cli {
+
+int cmd_info(int argc, char** argv);      // cmd_info.cpp
+int cmd_tokenize(int argc, char** argv);  // cmd_tokenize.cpp
+int cmd_generate(int argc, char** argv);  // cmd_generate.cpp
+int cmd_score(int argc, char** argv);     // cmd_score.cpp
+
+}  // namespace lorascope::cli

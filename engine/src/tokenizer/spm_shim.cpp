@@ -1,0 +1,1 @@
+// Filled by the tokenizer work: C ABI around SentencePiece, loaded with dlopen.

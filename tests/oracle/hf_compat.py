@@ -1,0 +1,30 @@
+"""Shims that make transformers 4.46 run on Debian's torch 1.13 + Python 3.11.
+
+Debian's torch.distributed.fsdp fails to import on Python 3.11 (a dataclass with a mutable
+default); transformers' generate() imports it only to ask whether the model is FSDP-managed.
+Nothing here changes numerics.
+"""
+import os
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import transformers  # noqa: E402
+import transformers.generation.utils as _gen_utils  # noqa: E402
+
+_gen_utils.is_fsdp_managed_module = lambda module: False
+
+
+def versions():
+    import torch
+    import tokenizers
+    info = {"python": sys.version.split()[0], "torch": torch.__version__,
+            "transformers": transformers.__version__, "tokenizers": tokenizers.__version__}
+    try:
+        import peft
+        info["peft"] = peft.__version__
+    except ImportError:
+        pass
+    return info
