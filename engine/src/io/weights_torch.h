@@ -1,0 +1,46 @@
+// Model weights as at::Tensors, straight from memory-mapped safetensors.
+// Interface shared by the I/O work (which implements it) and the models (which use it).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lorascope/config.h"
+
+namespace lorascope::io {
+
+struct WeightLoadOptions {
+    at::ScalarType dtype = at::kFloat;  // every floating tensor is converted to this once, at load
+    at::Device device = at::kCPU;
+    bool allow_pickle = false;          // pytorch_model.bin opt-in; refused with an explanation otherwise
+};
+
+class WeightStore {
+public:
+    // Opens <dir>/model.safetensors or <dir>/model.safetensors.index.json (every shard validated).
+    // A directory holding only pytorch_model.bin is refused (ErrorKind::Unsafe) unless allowed.
+    static std::shared_ptr<WeightStore> open(const std::string& dir, const ModelConfig& config,
+                                             const WeightLoadOptions& options = {});
+    virtual ~WeightStore() = default;
+
+    // Canonical names are those of Hugging Face's *ForConditionalGeneration / *ForCausalLM state dict:
+    //   T5    "shared.weight", "encoder.block.0.layer.0.SelfAttention.q.weight", "lm_head.weight"
+    //   BART  "model.shared.weight", "model.encoder.layers.0.self_attn.q_proj.weight", "final_logits_bias"
+    //   BLOOM "transformer.word_embeddings.weight", "transformer.h.0.self_attention.query_key_value.weight"
+    // Files saved from the bare base model (no "model."/"transformer." prefix) resolve too, and tied
+    // weights absent from the file (lm_head, encoder/decoder embed_tokens) resolve to their source.
+    virtual bool contains(const std::string& name) const = 0;
+    // Throws lorascope::Error (NotFound) naming the checkpoint file and the tensor.
+    virtual at::Tensor get(const std::string& name) const = 0;
+    virtual std::optional<at::Tensor> get_optional(const std::string& name) const = 0;
+
+    virtual std::vector<std::string> file_tensor_names() const = 0;  // as stored, all shards
+    virtual int64_t file_bytes() const = 0;                          // sum of shard sizes
+    virtual const std::string& directory() const = 0;
+};
+
+}  // namespace lorascope::io
