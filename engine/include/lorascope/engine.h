@@ -1,0 +1,130 @@
+// The engine: one model, an adapter registry and a background thread that batches requests
+// continuously. Thread-safe: submit, cancel and adapter calls may come from any thread at any time.
+// Sinks are called on the engine thread; they must be quick (post to a queue, never block).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lorascope/config.h"
+#include "lorascope/params.h"
+
+namespace lorascope {
+
+using RequestId = uint64_t;
+
+struct Request {
+    std::string client_id;               // the caller's own id (JSON Lines "id"), echoed back
+    std::optional<std::string> prompt;   // text, tokenized with the model's tokenizer ...
+    std::vector<int64_t> input_ids;      // ... or ready ids (used when prompt is empty)
+    std::string adapter;                 // registered adapter name; empty = the base model
+    GenerationParams params;             // unspecified fields come from generation_config.json
+};
+
+struct TokenEvent {
+    RequestId id = 0;
+    int64_t token_id = 0;
+    std::string text_delta;   // from the streaming detokenizer; may be empty (held back)
+    float logprob = 0.0f;
+    bool special = false;
+};
+
+enum class FinishReason { Eos, Length, Stop, Cancelled, Error };
+const char* to_string(FinishReason reason);
+
+struct Usage {
+    int64_t prompt_tokens = 0;
+    int64_t generated_tokens = 0;
+    double queue_ms = 0;          // submit -> admitted
+    double time_to_first_token_ms = 0;
+    double total_ms = 0;          // submit -> finish
+};
+
+struct FinishEvent {
+    RequestId id = 0;
+    FinishReason reason = FinishReason::Eos;
+    std::string text;                    // full text, stop sequence excluded
+    std::vector<int64_t> token_ids;      // generated ids (no decoder start; eos included when generated)
+    std::vector<float> logprobs;         // when params.logprobs
+    Usage usage;
+    std::string error;                   // when reason == Error
+};
+
+class RequestSink {
+public:
+    virtual ~RequestSink() = default;
+    virtual void on_token(const TokenEvent& event) = 0;
+    virtual void on_finish(const FinishEvent& event) = 0;  // exactly once per request
+};
+
+// Published after every engine step.
+struct StepStats {
+    int64_t step = 0;
+    double wall_ms = 0;
+    int64_t rows = 0;
+    int64_t prefill_tokens = 0;
+    int64_t decode_tokens = 0;
+    int64_t padded_tokens = 0;         // positions computed for padding in this step
+    int64_t kv_bytes_allocated = 0;
+    int64_t kv_bytes_in_use = 0;
+    int64_t queue_depth = 0;
+    int64_t adapter_bytes = 0;
+    std::vector<std::pair<std::string, int64_t>> rows_per_adapter;  // "" = base
+    std::vector<RequestId> row_requests;                             // request held by each row
+    std::vector<bool> row_prefill;                                   // row joined in this step
+};
+
+struct EngineOptions {
+    std::string model_dir;
+    std::string device = "cpu";      // "cpu" or "cuda[:N]"
+    std::string dtype = "float32";   // "float32", "float16", "bfloat16"
+    int threads = 0;                 // <= 0: all cores
+    int64_t max_batch_size = 32;
+    int64_t max_batch_tokens = 16384;  // counts padding
+    bool static_batching = false;      // no joins until the running batch drains (for comparison)
+    int64_t adapter_memory_budget = 0; // bytes; 0 = unlimited
+};
+
+struct AdapterInfo {
+    std::string name;
+    std::string path;
+    int64_t rank = 0;
+    double alpha = 0;
+    std::vector<std::string> targets;
+    int64_t parameters = 0;
+    int64_t bytes = 0;
+    bool loaded = false;               // resident (false after LRU eviction)
+    std::vector<std::string> warnings;
+};
+
+class Engine {
+public:
+    // Loads the model (throws lorascope::Error naming the directory/file) and starts the thread.
+    static std::unique_ptr<Engine> create(const EngineOptions& options);
+    virtual ~Engine() = default;   // cancels what is left and joins the thread
+
+    // Returns at once. Invalid requests finish with FinishReason::Error through the sink.
+    virtual RequestId submit(Request request, std::shared_ptr<RequestSink> sink) = 0;
+    virtual void cancel(RequestId id) = 0;
+    virtual void cancel_all() = 0;
+
+    virtual AdapterInfo load_adapter(const std::string& name, const std::string& dir) = 0;
+    // Waits for running requests that use the adapter to finish; queued ones fail with an error.
+    virtual void unload_adapter(const std::string& name) = 0;
+    virtual std::vector<AdapterInfo> adapters() const = 0;
+
+    virtual void set_stats_listener(std::function<void(const StepStats&)> listener) = 0;
+    // Holds the engine between steps; step_once() lets exactly one step run while paused.
+    virtual void set_paused(bool paused) = 0;
+    virtual void step_once() = 0;
+    virtual void wait_idle() = 0;   // blocks until no request is queued or running
+
+    virtual const ModelConfig& model_config() const = 0;
+    virtual const GenerationConfig& generation_config() const = 0;
+};
+
+}  // namespace lorascope
