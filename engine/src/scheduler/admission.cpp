@@ -1,0 +1,49 @@
+#include "scheduler/admission.h"
+
+#include <algorithm>
+
+namespace lorascope::scheduler {
+
+BatchShape BatchShape::with(const Demand& d) const {
+    BatchShape s = *this;
+    s.rows += d.rows;
+    s.max_prompt_tokens = std::max(s.max_prompt_tokens, d.prompt_tokens);
+    s.max_new_tokens = std::max(s.max_new_tokens, d.max_new_tokens);
+    return s;
+}
+
+bool never_fits(const Demand& d, const Limits& limits) {
+    const BatchShape alone = BatchShape{}.with(d);
+    return alone.rows > limits.max_batch_size || alone.cost() > limits.max_batch_tokens;
+}
+
+static bool fits(const BatchShape& shape, const Limits& limits) {
+    return shape.rows <= limits.max_batch_size && shape.cost() <= limits.max_batch_tokens;
+}
+
+AdmissionResult admit(std::deque<Demand>& queue, const BatchShape& running, const Limits& limits) {
+    AdmissionResult result;
+    BatchShape shape = running;
+    std::deque<Demand> kept;
+    bool blocked = false;  // a starved request holds everything behind it
+    for (auto& d : queue) {
+        if (never_fits(d, limits)) {
+            result.rejected.push_back(d.id);
+            continue;
+        }
+        if (!blocked) {
+            const BatchShape grown = shape.with(d);
+            if (fits(grown, limits)) {
+                shape = grown;
+                result.admitted.push_back(d.id);
+                continue;
+            }
+            if (++d.skipped > limits.max_skips) blocked = true;
+        }
+        kept.push_back(d);
+    }
+    queue.swap(kept);
+    return result;
+}
+
+}  // namespace lorascope::scheduler

@@ -1,0 +1,50 @@
+// Which waiting requests join the running batch at a step boundary.
+//
+// Cost model: a batch may grow to `rows x (longest prompt + largest max_new_tokens)` positions,
+// padding included, so that is what the token budget is charged. Admission is first come, first
+// served; a request that does not fit *now* is passed over for at most `max_skips` steps (later,
+// smaller requests may go ahead of it), after which nothing behind it is admitted until it fits.
+// A request that could never fit (alone it exceeds the budget or the row limit) is rejected.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+namespace lorascope::scheduler {
+
+struct Demand {
+    uint64_t id = 0;
+    int64_t rows = 1;            // beams occupy one row each
+    int64_t prompt_tokens = 0;   // encoder (seq2seq) or prompt (causal) length
+    int64_t max_new_tokens = 0;
+    int64_t skipped = 0;         // how many admissions passed it over (maintained by admit())
+};
+
+struct BatchShape {
+    int64_t rows = 0;
+    int64_t max_prompt_tokens = 0;
+    int64_t max_new_tokens = 0;
+
+    int64_t cost() const { return rows * (max_prompt_tokens + max_new_tokens); }
+    BatchShape with(const Demand& d) const;
+};
+
+struct Limits {
+    int64_t max_batch_size = 32;
+    int64_t max_batch_tokens = 16384;
+    int64_t max_skips = 8;
+};
+
+struct AdmissionResult {
+    std::vector<uint64_t> admitted;   // in queue order
+    std::vector<uint64_t> rejected;   // can never fit: fail them with a clear error
+};
+
+// Removes admitted and rejected demands from `queue`; `running` is the batch already on the engine.
+AdmissionResult admit(std::deque<Demand>& queue, const BatchShape& running, const Limits& limits);
+
+// True when `d` alone can never be admitted under `limits`.
+bool never_fits(const Demand& d, const Limits& limits);
+
+}  // namespace lorascope::scheduler
