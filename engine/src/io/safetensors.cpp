@@ -1,0 +1,328 @@
+#include "io/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+#include "lorascope/error.h"
+#include "util/json_read.h"
+
+namespace lorascope::io {
+namespace {
+
+using json::Json;
+
+struct DTypeName {
+    const char* name;
+    DType dtype;
+    size_t size;
+};
+
+constexpr DTypeName kDTypes[] = {
+    {"F64", DType::F64, 8}, {"F32", DType::F32, 4}, {"F16", DType::F16, 2}, {"BF16", DType::BF16, 2},
+    {"I64", DType::I64, 8}, {"I32", DType::I32, 4}, {"I16", DType::I16, 2}, {"I8", DType::I8, 1},
+    {"U8", DType::U8, 1},   {"BOOL", DType::Bool, 1},
+};
+
+// Valid in the safetensors format but not something we can hand to the models.
+constexpr const char* kKnownUnsupported[] = {"U16", "U32", "U64", "F8_E4M3", "F8_E5M2"};
+
+std::string join_path(const std::string& dir, const std::string& name) {
+    if (dir.empty()) return name;
+    return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+std::string dirname_of(const std::string& path) {
+    auto slash = path.rfind('/');
+    if (slash == std::string::npos) return ".";
+    if (slash == 0) return "/";
+    return path.substr(0, slash);
+}
+
+bool is_regular_file(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+uint64_t read_le_u64(const uint8_t* p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+    return v;
+}
+
+}  // namespace
+
+const char* to_string(DType dtype) {
+    for (const auto& d : kDTypes)
+        if (d.dtype == dtype) return d.name;
+    return "?";
+}
+
+size_t dtype_size(DType dtype) {
+    for (const auto& d : kDTypes)
+        if (d.dtype == dtype) return d.size;
+    return 0;
+}
+
+bool is_floating(DType dtype) {
+    return dtype == DType::F64 || dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
+}
+
+std::string shape_to_string(const std::vector<int64_t>& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+int64_t TensorInfo::numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        const int err = errno;
+        throw Error(err == ENOENT ? ErrorKind::NotFound : ErrorKind::InvalidArgument, path,
+                    std::string("cannot open: ") + std::strerror(err));
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        throw Error(ErrorKind::InvalidArgument, path, "not a regular file");
+    }
+    const size_t size = static_cast<size_t>(st.st_size);
+    uint8_t* data = nullptr;
+    if (size > 0) {
+        // PROT_WRITE with MAP_PRIVATE: writes are copy-on-write and never reach the file.
+        void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            const int err = errno;
+            ::close(fd);
+            throw Error(ErrorKind::Internal, path, std::string("mmap failed: ") + std::strerror(err));
+        }
+        data = static_cast<uint8_t*>(p);
+    }
+    ::close(fd);
+    return std::shared_ptr<MappedFile>(new MappedFile(path, data, size));
+}
+
+MappedFile::~MappedFile() {
+    if (data_) ::munmap(data_, size_);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+SafetensorsFile::SafetensorsFile(std::shared_ptr<MappedFile> mapping) : mapping_(std::move(mapping)) {}
+
+std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
+    std::shared_ptr<SafetensorsFile> file(new SafetensorsFile(MappedFile::open(path)));
+    file->parse_and_validate();
+    return file;
+}
+
+void SafetensorsFile::parse_and_validate() {
+    const std::string& path = mapping_->path();
+    const uint64_t file_size = mapping_->size();
+    auto fail = [&path](const std::string& message) -> void { throw Error(ErrorKind::Format, path, message); };
+
+    if (file_size < 8)
+        fail("file is " + std::to_string(file_size) + " bytes, too short for a safetensors header (truncated?)");
+    const uint64_t header_len = read_le_u64(mapping_->data());
+    if (header_len > kMaxHeaderBytes)
+        fail("header length " + std::to_string(header_len) + " exceeds the limit of " +
+             std::to_string(kMaxHeaderBytes) + " bytes (not a safetensors file?)");
+    if (header_len > file_size - 8)
+        fail("header length " + std::to_string(header_len) + " is longer than the rest of the file (" +
+             std::to_string(file_size - 8) + " bytes; truncated?)");
+    const uint64_t data_size = file_size - 8 - header_len;
+    data_section_ = mapping_->data() + 8 + header_len;
+
+    const std::string header_text(reinterpret_cast<const char*>(mapping_->data() + 8), header_len);
+    if (header_text.empty() || header_text[0] != '{') fail("header is not a JSON object");
+    const Json header = json::parse(header_text, path);
+    if (!header.is_object()) fail("header is not a JSON object");
+
+    tensors_.reserve(header.size());
+    for (auto it = header.begin(); it != header.end(); ++it) {
+        const std::string& name = it.key();
+        const Json& entry = it.value();
+        if (name == "__metadata__") {
+            if (!entry.is_object()) fail("'__metadata__' must be an object of strings");
+            for (auto m = entry.begin(); m != entry.end(); ++m) {
+                if (!m.value().is_string()) fail("'__metadata__' value of '" + m.key() + "' is not a string");
+                metadata_[m.key()] = m.value().get<std::string>();
+            }
+            continue;
+        }
+        const std::string where = "tensor '" + name + "': ";
+        if (!entry.is_object()) fail(where + "header entry is not an object");
+
+        TensorInfo info;
+        info.name = name;
+        auto dtype_it = entry.find("dtype");
+        if (dtype_it == entry.end() || !dtype_it->is_string()) fail(where + "missing or non-string 'dtype'");
+        const std::string dtype_name = dtype_it->get<std::string>();
+        bool known = false;
+        for (const auto& d : kDTypes) {
+            if (dtype_name == d.name) {
+                info.dtype = d.dtype;
+                known = true;
+            }
+        }
+        if (!known) {
+            for (const char* u : kKnownUnsupported)
+                if (dtype_name == u)
+                    throw Error(ErrorKind::Unsupported, path, where + "dtype " + dtype_name + " is not supported");
+            fail(where + "unknown dtype '" + dtype_name + "'");
+        }
+
+        auto shape_it = entry.find("shape");
+        if (shape_it == entry.end() || !shape_it->is_array()) fail(where + "missing or non-list 'shape'");
+        uint64_t numel = 1;
+        bool overflow = false;
+        for (const auto& d : *shape_it) {
+            if (!d.is_number_unsigned()) fail(where + "shape " + shape_it->dump() + " has a non-integer or negative dimension");
+            const uint64_t dim = d.get<uint64_t>();
+            if (dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) overflow = true;
+            else if (dim != 0 && numel > std::numeric_limits<uint64_t>::max() / dim) overflow = true;
+            else numel *= dim;
+            info.shape.push_back(static_cast<int64_t>(std::min<uint64_t>(dim, std::numeric_limits<int64_t>::max())));
+        }
+        const uint64_t elem = dtype_size(info.dtype);
+        if (overflow || numel > std::numeric_limits<uint64_t>::max() / elem)
+            fail(where + "shape " + shape_it->dump() + " is too large");
+
+        auto off_it = entry.find("data_offsets");
+        if (off_it == entry.end() || !off_it->is_array() || off_it->size() != 2 ||
+            !(*off_it)[0].is_number_unsigned() || !(*off_it)[1].is_number_unsigned())
+            fail(where + "'data_offsets' must be two non-negative integers");
+        info.begin = (*off_it)[0].get<uint64_t>();
+        info.end = (*off_it)[1].get<uint64_t>();
+        const std::string offsets = "[" + std::to_string(info.begin) + ", " + std::to_string(info.end) + "]";
+        if (info.end < info.begin) fail(where + "data_offsets " + offsets + " end before they begin");
+        if (info.end > data_size)
+            fail(where + "data_offsets " + offsets + " lie outside the data section (" + std::to_string(data_size) +
+                 " bytes; truncated file?)");
+        if (numel * elem != info.nbytes())
+            fail(where + "shape " + shape_to_string(info.shape) + " of dtype " + dtype_name + " needs " +
+                 std::to_string(numel * elem) + " bytes but data_offsets " + offsets + " span " +
+                 std::to_string(info.nbytes()));
+        tensors_.push_back(std::move(info));
+    }
+
+    // Overlap check on the tensors sorted by start; empty tensors occupy nothing.
+    std::vector<const TensorInfo*> sorted;
+    for (const auto& t : tensors_)
+        if (t.nbytes() > 0) sorted.push_back(&t);
+    std::sort(sorted.begin(), sorted.end(),
+              [](const TensorInfo* a, const TensorInfo* b) { return a->begin < b->begin; });
+    for (size_t i = 1; i < sorted.size(); ++i) {
+        if (sorted[i]->begin < sorted[i - 1]->end)
+            fail("tensor '" + sorted[i]->name + "' overlaps tensor '" + sorted[i - 1]->name + "' in the data section");
+    }
+
+    for (size_t i = 0; i < tensors_.size(); ++i) by_name_.emplace(tensors_[i].name, i);
+}
+
+const TensorInfo* SafetensorsFile::find(const std::string& name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : &tensors_[it->second];
+}
+
+const TensorInfo& SafetensorsFile::at(const std::string& name) const {
+    const TensorInfo* info = find(name);
+    if (!info) throw Error(ErrorKind::NotFound, path(), "no tensor named '" + name + "'");
+    return *info;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void SafetensorsCheckpoint::add_entry(const std::string& name, const SafetensorsFile* file, const TensorInfo* info) {
+    entries_[name] = Entry{file, info};
+}
+
+std::shared_ptr<SafetensorsCheckpoint> SafetensorsCheckpoint::open_file(const std::string& path) {
+    auto ckpt = std::make_shared<SafetensorsCheckpoint>();
+    ckpt->source_path_ = path;
+    ckpt->shards_.push_back(SafetensorsFile::open(path));
+    const auto& file = *ckpt->shards_.front();
+    for (const auto& t : file.tensors()) {
+        ckpt->add_entry(t.name, &file, &t);
+        ckpt->names_.push_back(t.name);
+    }
+    std::sort(ckpt->names_.begin(), ckpt->names_.end());
+    return ckpt;
+}
+
+std::shared_ptr<SafetensorsCheckpoint> SafetensorsCheckpoint::open_index(const std::string& index_path) {
+    auto ckpt = std::make_shared<SafetensorsCheckpoint>();
+    ckpt->source_path_ = index_path;
+    ckpt->sharded_ = true;
+    const Json index = json::parse_file(index_path);
+    json::ObjectReader reader(index, index_path);
+    const Json* weight_map = reader.find("weight_map");
+    if (!weight_map || !weight_map->is_object())
+        throw Error(ErrorKind::Format, index_path, "missing or non-object 'weight_map'");
+    if (weight_map->empty()) throw Error(ErrorKind::Format, index_path, "'weight_map' is empty");
+
+    const std::string dir = dirname_of(index_path);
+    std::map<std::string, const SafetensorsFile*> opened;
+    for (auto it = weight_map->begin(); it != weight_map->end(); ++it) {
+        const std::string& tensor = it.key();
+        if (!it.value().is_string())
+            throw Error(ErrorKind::Format, index_path, "weight_map entry for tensor '" + tensor + "' is not a file name");
+        const std::string shard = it.value().get<std::string>();
+        // Shards live next to the index; a path elsewhere is malformed (and a traversal risk).
+        if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..")
+            throw Error(ErrorKind::Format, index_path,
+                        "weight_map entry for tensor '" + tensor + "' names '" + shard + "', not a file in this directory");
+        auto found = opened.find(shard);
+        if (found == opened.end()) {
+            const std::string shard_path = join_path(dir, shard);
+            if (!is_regular_file(shard_path))
+                throw Error(ErrorKind::NotFound, index_path,
+                            "shard '" + shard + "' (holding tensor '" + tensor + "') does not exist");
+            ckpt->shards_.push_back(SafetensorsFile::open(shard_path));
+            found = opened.emplace(shard, ckpt->shards_.back().get()).first;
+        }
+        const TensorInfo* info = found->second->find(tensor);
+        if (!info)
+            throw Error(ErrorKind::Format, index_path,
+                        "tensor '" + tensor + "' is mapped to shard '" + shard + "', which does not contain it");
+        ckpt->add_entry(tensor, found->second, info);
+        ckpt->names_.push_back(tensor);
+    }
+    std::sort(ckpt->names_.begin(), ckpt->names_.end());
+    return ckpt;
+}
+
+std::shared_ptr<SafetensorsCheckpoint> SafetensorsCheckpoint::open_dir(const std::string& dir, const std::string& stem) {
+    const std::string single = join_path(dir, stem + ".safetensors");
+    if (is_regular_file(single)) return open_file(single);
+    const std::string index = join_path(dir, stem + ".safetensors.index.json");
+    if (is_regular_file(index)) return open_index(index);
+    throw Error(ErrorKind::NotFound, dir, "no " + stem + ".safetensors or " + stem + ".safetensors.index.json");
+}
+
+const SafetensorsCheckpoint::Entry* SafetensorsCheckpoint::find(const std::string& name) const {
+    auto it = entries_.find(name);
+    return it == entries_.end() ? nullptr : &it->second;
+}
+
+uint64_t SafetensorsCheckpoint::file_bytes() const {
+    uint64_t total = 0;
+    for (const auto& s : shards_) total += s->file_bytes();
+    return total;
+}
+
+}  // namespace lorascope::io
