@@ -1,0 +1,212 @@
+// WeightStore over memory-mapped safetensors: zero-copy tensors when the stored dtype and
+// device already match, one conversion otherwise.
+#include "io/weights_torch.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "io/safetensors.h"
+#include "lorascope/error.h"
+
+namespace lorascope::io {
+namespace {
+
+bool is_regular_file(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string join_path(const std::string& dir, const std::string& name) {
+    if (dir.empty()) return name;
+    return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+    return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
+}
+
+at::ScalarType scalar_type_of(DType dtype) {
+    switch (dtype) {
+        case DType::F64: return at::kDouble;
+        case DType::F32: return at::kFloat;
+        case DType::F16: return at::kHalf;
+        case DType::BF16: return at::kBFloat16;
+        case DType::I64: return at::kLong;
+        case DType::I32: return at::kInt;
+        case DType::I16: return at::kShort;
+        case DType::I8: return at::kChar;
+        case DType::U8: return at::kByte;
+        case DType::Bool: return at::kBool;
+    }
+    return at::kFloat;
+}
+
+// Names a checkpoint saved from the bare base model (BartModel, BloomModel) uses without the
+// task head's prefix, and the canonical (ForConditionalGeneration / ForCausalLM) names.
+std::string canonical_name(Family family, const std::string& name) {
+    if (family == Family::Bart && !starts_with(name, "model.") && !starts_with(name, "lm_head.") &&
+        name != "final_logits_bias")
+        return "model." + name;
+    if (family == Family::Bloom && !starts_with(name, "transformer.") && !starts_with(name, "lm_head."))
+        return "transformer." + name;
+    return name;
+}
+
+std::vector<std::string> spellings(const std::string& canonical) {
+    std::vector<std::string> out{canonical};
+    for (const char* prefix : {"model.", "transformer."}) {
+        if (starts_with(canonical, prefix)) out.push_back(canonical.substr(std::strlen(prefix)));
+    }
+    return out;
+}
+
+// Weights that Hugging Face ties to one parameter (and writes to the file once).
+std::vector<std::string> tied_group(const ModelConfig& config) {
+    switch (config.family) {
+        case Family::T5: {
+            std::vector<std::string> g{"shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight"};
+            if (config.t5().tie_word_embeddings) g.push_back("lm_head.weight");
+            return g;
+        }
+        case Family::Bart: {
+            std::vector<std::string> g{"model.shared.weight", "model.encoder.embed_tokens.weight",
+                                       "model.decoder.embed_tokens.weight"};
+            if (config.bart().tie_word_embeddings) g.push_back("lm_head.weight");
+            return g;
+        }
+        case Family::Bloom: {
+            std::vector<std::string> g{"transformer.word_embeddings.weight"};
+            if (config.bloom().tie_word_embeddings) g.push_back("lm_head.weight");
+            return g;
+        }
+    }
+    return {};
+}
+
+// Gives the page cache back for a converted tensor's source bytes: only whole pages strictly
+// inside the tensor's range, which no other tensor (and so no zero-copy view) shares.
+void release_source_pages(uint8_t* begin, size_t nbytes) {
+    static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    uintptr_t lo = (reinterpret_cast<uintptr_t>(begin) + page - 1) & ~(page - 1);
+    uintptr_t hi = (reinterpret_cast<uintptr_t>(begin) + nbytes) & ~(page - 1);
+    if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
+class SafetensorsWeightStore final : public WeightStore {
+public:
+    SafetensorsWeightStore(std::string dir, std::shared_ptr<SafetensorsCheckpoint> ckpt, const ModelConfig& config,
+                           const WeightLoadOptions& options)
+        : dir_(std::move(dir)), ckpt_(std::move(ckpt)), config_(config), options_(options),
+          tied_(tied_group(config)) {}
+
+    bool contains(const std::string& name) const override { return resolve(name) != nullptr; }
+
+    at::Tensor get(const std::string& name) const override {
+        if (auto t = get_optional(name)) return *t;
+        throw Error(ErrorKind::NotFound, ckpt_->source_path(), "no tensor '" + name + "' in the checkpoint");
+    }
+
+    std::optional<at::Tensor> get_optional(const std::string& name) const override {
+        const SafetensorsCheckpoint::Entry* entry = resolve(name);
+        if (!entry) return std::nullopt;
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto cached = converted_.find(entry->info);
+        if (cached != converted_.end()) return cached->second;
+        bool zero_copy = false;
+        at::Tensor t = materialize(*entry, zero_copy);
+        // Converted tensors are cached so that tied names share one copy; zero-copy views cost nothing.
+        if (!zero_copy) converted_.emplace(entry->info, t);
+        return t;
+    }
+
+    std::vector<std::string> file_tensor_names() const override { return ckpt_->names(); }
+    int64_t file_bytes() const override { return static_cast<int64_t>(ckpt_->file_bytes()); }
+    const std::string& directory() const override { return dir_; }
+
+private:
+    const SafetensorsCheckpoint::Entry* find_any_spelling(const std::string& canonical) const {
+        for (const auto& s : spellings(canonical))
+            if (const auto* e = ckpt_->find(s)) return e;
+        return nullptr;
+    }
+
+    const SafetensorsCheckpoint::Entry* resolve(const std::string& name) const {
+        if (const auto* e = ckpt_->find(name)) return e;
+        const std::string canonical = canonical_name(config_.family, name);
+        if (const auto* e = find_any_spelling(canonical)) return e;
+        if (std::find(tied_.begin(), tied_.end(), canonical) != tied_.end()) {
+            for (const auto& member : tied_)
+                if (const auto* e = find_any_spelling(member)) return e;
+        }
+        return nullptr;
+    }
+
+    at::Tensor materialize(const SafetensorsCheckpoint::Entry& entry, bool& zero_copy) const {
+        const TensorInfo& info = *entry.info;
+        const at::ScalarType stored = scalar_type_of(info.dtype);
+        const at::ScalarType wanted = is_floating(info.dtype) ? options_.dtype : stored;
+        const auto stored_options = at::TensorOptions().dtype(stored).device(at::kCPU);
+        uint8_t* bytes = entry.file->data(info);
+
+        zero_copy = false;
+        if (info.numel() == 0) return at::empty(info.shape, at::TensorOptions().dtype(wanted).device(options_.device));
+
+        at::Tensor source;
+        const bool aligned = reinterpret_cast<uintptr_t>(bytes) % dtype_size(info.dtype) == 0;
+        if (aligned) {
+            // The deleter holds the mapping, so a tensor outlives the store safely.
+            std::shared_ptr<MappedFile> keep_alive = entry.file->mapping();
+            source = at::from_blob(bytes, info.shape, [keep_alive](void*) {}, stored_options);
+        } else {
+            source = at::empty(info.shape, stored_options);
+            std::memcpy(source.data_ptr(), bytes, info.nbytes());
+        }
+        if (wanted == stored && options_.device.is_cpu()) {
+            zero_copy = aligned;
+            return source;
+        }
+        at::Tensor result = source.to(options_.device, wanted, /*non_blocking=*/false, /*copy=*/true);
+        if (aligned) release_source_pages(bytes, info.nbytes());
+        return result;
+    }
+
+    std::string dir_;
+    std::shared_ptr<SafetensorsCheckpoint> ckpt_;
+    ModelConfig config_;
+    WeightLoadOptions options_;
+    std::vector<std::string> tied_;
+    mutable std::mutex mutex_;
+    mutable std::unordered_map<const TensorInfo*, at::Tensor> converted_;
+};
+
+}  // namespace
+
+std::shared_ptr<WeightStore> WeightStore::open(const std::string& dir, const ModelConfig& config,
+                                               const WeightLoadOptions& options) {
+    const bool has_safetensors = is_regular_file(join_path(dir, "model.safetensors")) ||
+                                 is_regular_file(join_path(dir, "model.safetensors.index.json"));
+    if (!has_safetensors) {
+        const std::string bin = join_path(dir, "pytorch_model.bin");
+        const std::string bin_index = join_path(dir, "pytorch_model.bin.index.json");
+        const bool has_pickle = is_regular_file(bin) || is_regular_file(bin_index);
+        if (has_pickle && !options.allow_pickle)
+            throw Error(ErrorKind::Unsafe, is_regular_file(bin) ? bin : bin_index,
+                        "refusing a pickled PyTorch checkpoint: unpickling runs arbitrary code from the file. "
+                        "Convert it to safetensors in a trusted environment "
+                        "(model.save_pretrained(dir, safe_serialization=True)), or opt in explicitly");
+        if (has_pickle)
+            throw Error(ErrorKind::Unsupported, is_regular_file(bin) ? bin : bin_index,
+                        "loading pickled checkpoints (the explicit opt-in) is not implemented yet; "
+                        "convert the checkpoint to safetensors");
+    }
+    auto ckpt = SafetensorsCheckpoint::open_dir(dir);
+    return std::make_shared<SafetensorsWeightStore>(dir, std::move(ckpt), config, options);
+}
+
+}  // namespace lorascope::io
