@@ -1,0 +1,56 @@
+// Engine events as the GUI thread sees them after a drain: keyed by the bridge's own ticket
+// (unique for the whole session, across model reloads, unlike engine request ids).
+#pragma once
+
+#include <QMetaType>
+#include <QString>
+#include <QtGlobal>
+#include <vector>
+
+#include "lorascope/engine.h"
+
+namespace lorascope::ui {
+
+using Ticket = quint64;
+
+struct TokenDelta {
+    Ticket ticket = 0;
+    int64_t token_id = 0;
+    QString text;
+    float logprob = 0.0f;
+    bool special = false;
+};
+
+struct FinishInfo {
+    Ticket ticket = 0;
+    FinishEvent event;
+};
+
+struct StepSample {
+    StepStats stats;
+    std::vector<Ticket> row_tickets;   // row_requests translated; 0 where the request is unknown
+    std::vector<QString> row_adapters; // adapter of each row ("" = base)
+};
+
+// Everything one drain tick collected, in arrival order per kind.
+struct DrainBatch {
+    std::vector<TokenDelta> tokens;
+    std::vector<FinishInfo> finishes;
+    std::vector<StepSample> steps;
+    bool empty() const { return tokens.empty() && finishes.empty() && steps.empty(); }
+};
+
+// What the bridge knows about a request at submit time.
+struct SubmittedRequest {
+    Ticket ticket = 0;
+    QString client_id;
+    QString prompt;
+    QString adapter;     // "" = base model
+    int compare_group = 0;   // > 0: part of a side-by-side comparison
+};
+
+}  // namespace lorascope::ui
+
+Q_DECLARE_METATYPE(lorascope::ui::DrainBatch)
+Q_DECLARE_METATYPE(lorascope::ui::SubmittedRequest)
+Q_DECLARE_METATYPE(lorascope::AdapterInfo)
