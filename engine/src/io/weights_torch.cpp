@@ -2,9 +2,7 @@
 // device already match, one conversion otherwise.
 #include "io/weights_torch.h"
 
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -12,6 +10,7 @@
 #include <unordered_map>
 
 #include "io/safetensors.h"
+#include "io/safetensors_torch.h"
 #include "lorascope/error.h"
 
 namespace lorascope::io {
@@ -29,22 +28,6 @@ std::string join_path(const std::string& dir, const std::string& name) {
 
 bool starts_with(const std::string& s, const std::string& prefix) {
     return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
-}
-
-at::ScalarType scalar_type_of(DType dtype) {
-    switch (dtype) {
-        case DType::F64: return at::kDouble;
-        case DType::F32: return at::kFloat;
-        case DType::F16: return at::kHalf;
-        case DType::BF16: return at::kBFloat16;
-        case DType::I64: return at::kLong;
-        case DType::I32: return at::kInt;
-        case DType::I16: return at::kShort;
-        case DType::I8: return at::kChar;
-        case DType::U8: return at::kByte;
-        case DType::Bool: return at::kBool;
-    }
-    return at::kFloat;
 }
 
 // Names a checkpoint saved from the bare base model (BartModel, BloomModel) uses without the
@@ -89,15 +72,6 @@ std::vector<std::string> tied_group(const ModelConfig& config) {
     return {};
 }
 
-// Gives the page cache back for a converted tensor's source bytes: only whole pages strictly
-// inside the tensor's range, which no other tensor (and so no zero-copy view) shares.
-void release_source_pages(uint8_t* begin, size_t nbytes) {
-    static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-    uintptr_t lo = (reinterpret_cast<uintptr_t>(begin) + page - 1) & ~(page - 1);
-    uintptr_t hi = (reinterpret_cast<uintptr_t>(begin) + nbytes) & ~(page - 1);
-    if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
-}
-
 class SafetensorsWeightStore final : public WeightStore {
 public:
     SafetensorsWeightStore(std::string dir, std::shared_ptr<SafetensorsCheckpoint> ckpt, const ModelConfig& config,
@@ -119,7 +93,7 @@ public:
         auto cached = converted_.find(entry->info);
         if (cached != converted_.end()) return cached->second;
         bool zero_copy = false;
-        at::Tensor t = materialize(*entry, zero_copy);
+        at::Tensor t = tensor_from_safetensors(*entry->file, *entry->info, options_.dtype, options_.device, &zero_copy);
         // Converted tensors are cached so that tied names share one copy; zero-copy views cost nothing.
         if (!zero_copy) converted_.emplace(entry->info, t);
         return t;
@@ -145,35 +119,6 @@ private:
                 if (const auto* e = find_any_spelling(member)) return e;
         }
         return nullptr;
-    }
-
-    at::Tensor materialize(const SafetensorsCheckpoint::Entry& entry, bool& zero_copy) const {
-        const TensorInfo& info = *entry.info;
-        const at::ScalarType stored = scalar_type_of(info.dtype);
-        const at::ScalarType wanted = is_floating(info.dtype) ? options_.dtype : stored;
-        const auto stored_options = at::TensorOptions().dtype(stored).device(at::kCPU);
-        uint8_t* bytes = entry.file->data(info);
-
-        zero_copy = false;
-        if (info.numel() == 0) return at::empty(info.shape, at::TensorOptions().dtype(wanted).device(options_.device));
-
-        at::Tensor source;
-        const bool aligned = reinterpret_cast<uintptr_t>(bytes) % dtype_size(info.dtype) == 0;
-        if (aligned) {
-            // The deleter holds the mapping, so a tensor outlives the store safely.
-            std::shared_ptr<MappedFile> keep_alive = entry.file->mapping();
-            source = at::from_blob(bytes, info.shape, [keep_alive](void*) {}, stored_options);
-        } else {
-            source = at::empty(info.shape, stored_options);
-            std::memcpy(source.data_ptr(), bytes, info.nbytes());
-        }
-        if (wanted == stored && options_.device.is_cpu()) {
-            zero_copy = aligned;
-            return source;
-        }
-        at::Tensor result = source.to(options_.device, wanted, /*non_blocking=*/false, /*copy=*/true);
-        if (aligned) release_source_pages(bytes, info.nbytes());
-        return result;
     }
 
     std::string dir_;

@@ -1,0 +1,20 @@
+// at::Tensor views of memory-mapped safetensors data (used by WeightStore and adapter loading).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include "io/safetensors.h"
+
+namespace lorascope::io {
+
+at::ScalarType scalar_type_of(DType dtype);
+
+// The tensor `info` of `file` with floating dtypes converted to `floating_dtype` on `device`
+// (integer and bool tensors keep their dtype). When nothing needs converting or moving and the
+// data is aligned, the result is a zero-copy view of the mapping whose deleter keeps the mapping
+// alive; otherwise exactly one converted copy is made and the source pages are handed back.
+at::Tensor tensor_from_safetensors(const SafetensorsFile& file, const TensorInfo& info,
+                                   at::ScalarType floating_dtype, at::Device device,
+                                   bool* zero_copy = nullptr);
+
+}  // namespace lorascope::io
