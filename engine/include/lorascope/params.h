@@ -1,0 +1,92 @@
+// Per-request generation parameters: what a caller may ask for (every field optional), and the
+// resolved set the engine runs with (request, then generation_config.json, then Hugging Face's
+// defaults, with transformers 4.46's rules for deriving lengths).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lorascope/config.h"
+
+namespace lorascope {
+
+// Hugging Face's `early_stopping`: True, False or "never" (beam search only).
+enum class EarlyStopping { False, True, Never };
+const char* to_string(EarlyStopping value);
+
+// What a request asks for. An absent field (or JSON null) means "whatever the model's
+// generation_config.json says, else Hugging Face's default".
+struct GenerationParams {
+    std::optional<int64_t> max_new_tokens;
+    std::optional<int64_t> min_new_tokens;
+    std::optional<bool> do_sample;
+    std::optional<double> temperature;
+    std::optional<int64_t> top_k;
+    std::optional<double> top_p;
+    std::optional<double> typical_p;
+    std::optional<double> min_p;
+    std::optional<double> repetition_penalty;
+    std::optional<int64_t> no_repeat_ngram_size;
+    std::optional<int64_t> num_beams;
+    std::optional<double> length_penalty;
+    std::optional<EarlyStopping> early_stopping;
+    std::optional<std::vector<std::string>> stop;   // matched on decoded text, excluded from the output
+    std::optional<uint64_t> seed;
+    std::optional<bool> ignore_eos;
+    std::optional<bool> logprobs;
+};
+
+// Parses a JSON object such as the CLI's "params". Unknown fields, values of the wrong type and
+// out-of-range values are ErrorKind::InvalidArgument naming the field; `source` (e.g. "request 7")
+// becomes the error's path.
+GenerationParams parse_generation_params(const std::string& json_object_text,
+                                         const std::string& source = "params");
+
+// Everything the sampler, the stopping criteria and beam search need, fully specified.
+struct ResolvedGenerationParams {
+    // Lengths stay in Hugging Face's form because HF derives the new-token limits from the length
+    // of input_ids at generate() time (the prompt for decoder-only models, the decoder start
+    // token for encoder-decoder ones): use the *_for() helpers below.
+    std::optional<int64_t> max_new_tokens;   // from the request or generation_config.json
+    int64_t max_length = 20;                 // total length, used when max_new_tokens is absent
+    std::optional<int64_t> min_new_tokens;
+    int64_t min_length = 0;                  // total length, used when min_new_tokens is absent
+
+    bool do_sample = false;
+    double temperature = 1.0;
+    int64_t top_k = 50;
+    double top_p = 1.0;
+    double typical_p = 1.0;
+    std::optional<double> min_p;
+    double repetition_penalty = 1.0;
+    int64_t no_repeat_ngram_size = 0;
+    int64_t num_beams = 1;
+    double length_penalty = 1.0;
+    EarlyStopping early_stopping = EarlyStopping::False;
+    std::vector<std::string> stop;
+    std::optional<uint64_t> seed;            // none: the engine picks one and may report it
+    bool ignore_eos = false;
+    bool logprobs = false;
+
+    // From generation_config.json (not per request).
+    std::vector<int64_t> eos_token_ids;
+    std::optional<int64_t> forced_bos_token_id;
+    std::optional<int64_t> forced_eos_token_id;
+
+    // New tokens allowed for a row whose input_ids start with `input_ids_length` tokens.
+    // Throws InvalidArgument, as transformers does, when max_length leaves no room.
+    int64_t max_new_tokens_for(int64_t input_ids_length) const;
+    // Tokens that must be generated before eos may be chosen (min_length counts the prompt).
+    int64_t min_new_tokens_for(int64_t input_ids_length) const;
+
+    bool is_beam_search() const { return num_beams > 1; }
+};
+
+// Fills what `params` leaves open from `config` and validates the result. Throws
+// Error(InvalidArgument, source, ...) with a message naming the parameter and the allowed range.
+ResolvedGenerationParams resolve(const GenerationParams& params, const GenerationConfig& config,
+                                 const std::string& source = "params");
+
+}  // namespace lorascope

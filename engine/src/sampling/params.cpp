@@ -1,0 +1,265 @@
+#include "lorascope/params.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "lorascope/error.h"
+#include "sampling/params_json.h"
+
+namespace lorascope {
+
+const char* to_string(EarlyStopping value) {
+    switch (value) {
+        case EarlyStopping::False: return "false";
+        case EarlyStopping::True: return "true";
+        case EarlyStopping::Never: return "never";
+    }
+    return "false";
+}
+
+namespace {
+
+using Json = nlohmann::json;
+
+std::string format_number(double value) {
+    std::ostringstream out;
+    out << value;
+    return out.str();
+}
+
+[[noreturn]] void reject(const std::string& source, const std::string& message) {
+    throw Error(ErrorKind::InvalidArgument, source, message);
+}
+
+const char* json_type_name(const Json& value) {
+    if (value.is_boolean()) return "a boolean";
+    if (value.is_number_integer()) return "an integer";
+    if (value.is_number_float()) return "a number";
+    if (value.is_string()) return "a string";
+    if (value.is_array()) return "a list";
+    if (value.is_object()) return "an object";
+    return "null";
+}
+
+[[noreturn]] void wrong_type(const std::string& source, const std::string& field, const char* expected,
+                             const Json& value) {
+    reject(source, "parameter '" + field + "' must be " + expected + ", got " + json_type_name(value) +
+                       " (" + value.dump() + ")");
+}
+
+int64_t read_int(const std::string& source, const std::string& field, const Json& value) {
+    if (value.is_number_unsigned()) {
+        if (value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+            reject(source, "parameter '" + field + "' is too large (" + value.dump() + ")");
+        return static_cast<int64_t>(value.get<uint64_t>());
+    }
+    if (value.is_number_integer()) return value.get<int64_t>();
+    wrong_type(source, field, "an integer", value);
+}
+
+double read_double(const std::string& source, const std::string& field, const Json& value) {
+    if (!value.is_number()) wrong_type(source, field, "a number", value);
+    const double d = value.get<double>();
+    if (!std::isfinite(d)) reject(source, "parameter '" + field + "' must be a finite number");
+    return d;
+}
+
+bool read_bool(const std::string& source, const std::string& field, const Json& value) {
+    if (!value.is_boolean()) wrong_type(source, field, "true or false", value);
+    return value.get<bool>();
+}
+
+// Range checks shared by parsing (explicit values) and resolution (merged values), so that a
+// bad value reads the same whether it came from the request or from generation_config.json.
+void check_ranges(const GenerationParams& p, const std::string& source) {
+    auto at_least = [&](const char* field, const std::optional<int64_t>& v, int64_t low) {
+        if (v && *v < low)
+            reject(source, std::string(field) + " must be " + (low == 0 ? "0 or more" : "at least " + std::to_string(low)) +
+                               ", got " + std::to_string(*v));
+    };
+    at_least("max_new_tokens", p.max_new_tokens, 1);
+    at_least("min_new_tokens", p.min_new_tokens, 0);
+    at_least("top_k", p.top_k, 0);
+    at_least("no_repeat_ngram_size", p.no_repeat_ngram_size, 0);
+    at_least("num_beams", p.num_beams, 1);
+    if (p.temperature && *p.temperature < 0)
+        reject(source, "temperature must be greater than 0, got " + format_number(*p.temperature));
+    if (p.top_p && !(*p.top_p > 0 && *p.top_p <= 1))
+        reject(source, "top_p must be in (0, 1] (1 disables it), got " + format_number(*p.top_p));
+    if (p.typical_p && !(*p.typical_p > 0 && *p.typical_p <= 1))
+        reject(source, "typical_p must be in (0, 1] (1 disables it), got " + format_number(*p.typical_p));
+    if (p.min_p && !(*p.min_p >= 0 && *p.min_p <= 1))
+        reject(source, "min_p must be in [0, 1], got " + format_number(*p.min_p));
+    if (p.repetition_penalty && !(*p.repetition_penalty > 0))
+        reject(source, "repetition_penalty must be greater than 0 (1 disables it), got " +
+                           format_number(*p.repetition_penalty));
+    if (p.stop)
+        for (const std::string& s : *p.stop)
+            if (s.empty()) reject(source, "stop sequences must not be empty strings");
+}
+
+}  // namespace
+
+namespace sampling {
+
+GenerationParams generation_params_from_json(const Json& object, const std::string& source) {
+    if (!object.is_object()) reject(source, std::string("params must be a JSON object, got ") + json_type_name(object));
+    GenerationParams p;
+    for (auto it = object.begin(); it != object.end(); ++it) {
+        const std::string& key = it.key();
+        const Json& v = it.value();
+        if (v.is_null()) continue;  // null means "unspecified", as in Hugging Face's configs
+        if (key == "max_new_tokens") p.max_new_tokens = read_int(source, key, v);
+        else if (key == "min_new_tokens") p.min_new_tokens = read_int(source, key, v);
+        else if (key == "do_sample") p.do_sample = read_bool(source, key, v);
+        else if (key == "temperature") p.temperature = read_double(source, key, v);
+        else if (key == "top_k") p.top_k = read_int(source, key, v);
+        else if (key == "top_p") p.top_p = read_double(source, key, v);
+        else if (key == "typical_p") p.typical_p = read_double(source, key, v);
+        else if (key == "min_p") p.min_p = read_double(source, key, v);
+        else if (key == "repetition_penalty") p.repetition_penalty = read_double(source, key, v);
+        else if (key == "no_repeat_ngram_size") p.no_repeat_ngram_size = read_int(source, key, v);
+        else if (key == "num_beams") p.num_beams = read_int(source, key, v);
+        else if (key == "length_penalty") p.length_penalty = read_double(source, key, v);
+        else if (key == "early_stopping") {
+            if (v.is_boolean()) p.early_stopping = v.get<bool>() ? EarlyStopping::True : EarlyStopping::False;
+            else if (v.is_string() && v.get<std::string>() == "never") p.early_stopping = EarlyStopping::Never;
+            else wrong_type(source, key, "true, false or \"never\"", v);
+        } else if (key == "stop") {
+            // A single string is accepted as a list of one, as OpenAI-style APIs do.
+            std::vector<std::string> stops;
+            if (v.is_string()) stops.push_back(v.get<std::string>());
+            else if (v.is_array()) {
+                for (const Json& s : v) {
+                    if (!s.is_string()) wrong_type(source, key, "a list of strings", v);
+                    stops.push_back(s.get<std::string>());
+                }
+            } else wrong_type(source, key, "a string or a list of strings", v);
+            p.stop = std::move(stops);
+        } else if (key == "seed") {
+            if (!v.is_number_integer()) wrong_type(source, key, "an integer", v);
+            if (!v.is_number_unsigned() && v.get<int64_t>() < 0)
+                reject(source, "seed must be 0 or more, got " + v.dump());
+            p.seed = v.get<uint64_t>();
+        } else if (key == "ignore_eos") p.ignore_eos = read_bool(source, key, v);
+        else if (key == "logprobs") p.logprobs = read_bool(source, key, v);
+        else
+            reject(source, "unknown parameter '" + key +
+                               "' (known: max_new_tokens, min_new_tokens, do_sample, temperature, top_k, top_p, "
+                               "typical_p, min_p, repetition_penalty, no_repeat_ngram_size, num_beams, "
+                               "length_penalty, early_stopping, stop, seed, ignore_eos, logprobs)");
+    }
+    check_ranges(p, source);
+    return p;
+}
+
+Json to_json(const GenerationParams& p) {
+    Json out = Json::object();
+    auto put = [&](const char* key, const auto& value) {
+        if (value) out[key] = *value;
+    };
+    put("max_new_tokens", p.max_new_tokens);
+    put("min_new_tokens", p.min_new_tokens);
+    put("do_sample", p.do_sample);
+    put("temperature", p.temperature);
+    put("top_k", p.top_k);
+    put("top_p", p.top_p);
+    put("typical_p", p.typical_p);
+    put("min_p", p.min_p);
+    put("repetition_penalty", p.repetition_penalty);
+    put("no_repeat_ngram_size", p.no_repeat_ngram_size);
+    put("num_beams", p.num_beams);
+    put("length_penalty", p.length_penalty);
+    if (p.early_stopping) {
+        if (*p.early_stopping == EarlyStopping::Never) out["early_stopping"] = "never";
+        else out["early_stopping"] = *p.early_stopping == EarlyStopping::True;
+    }
+    put("stop", p.stop);
+    put("seed", p.seed);
+    put("ignore_eos", p.ignore_eos);
+    put("logprobs", p.logprobs);
+    return out;
+}
+
+}  // namespace sampling
+
+GenerationParams parse_generation_params(const std::string& json_object_text, const std::string& source) {
+    Json object;
+    try {
+        object = Json::parse(json_object_text);
+    } catch (const Json::parse_error& e) {
+        reject(source, std::string("params are not valid JSON: ") + e.what());
+    }
+    return sampling::generation_params_from_json(object, source);
+}
+
+int64_t ResolvedGenerationParams::max_new_tokens_for(int64_t input_ids_length) const {
+    if (max_new_tokens) return *max_new_tokens;
+    // transformers refuses max_length <= input length rather than generating nothing.
+    if (input_ids_length >= max_length)
+        throw Error(ErrorKind::InvalidArgument, "params",
+                    "the input is " + std::to_string(input_ids_length) +
+                        " tokens long but generation_config.json's max_length is " + std::to_string(max_length) +
+                        ", which leaves no room to generate; set max_new_tokens");
+    return max_length - input_ids_length;
+}
+
+int64_t ResolvedGenerationParams::min_new_tokens_for(int64_t input_ids_length) const {
+    if (min_new_tokens) return *min_new_tokens;
+    return min_length > input_ids_length ? min_length - input_ids_length : 0;
+}
+
+ResolvedGenerationParams resolve(const GenerationParams& p, const GenerationConfig& c, const std::string& source) {
+    ResolvedGenerationParams r;
+    // A request's max_new_tokens wins over everything; otherwise generation_config's own
+    // max_new_tokens, else its max_length (HF's default 20), as GenerationMixin does.
+    r.max_new_tokens = p.max_new_tokens ? p.max_new_tokens : c.max_new_tokens;
+    r.max_length = c.max_length.value_or(20);
+    r.min_new_tokens = p.min_new_tokens ? p.min_new_tokens : c.min_new_tokens;
+    r.min_length = c.min_length;
+    r.do_sample = p.do_sample.value_or(c.do_sample);
+    r.temperature = p.temperature.value_or(c.temperature);
+    r.top_k = p.top_k.value_or(c.top_k);
+    r.top_p = p.top_p.value_or(c.top_p);
+    r.typical_p = p.typical_p.value_or(c.typical_p);
+    r.min_p = p.min_p ? p.min_p : c.min_p;
+    r.repetition_penalty = p.repetition_penalty.value_or(c.repetition_penalty);
+    r.no_repeat_ngram_size = p.no_repeat_ngram_size.value_or(c.no_repeat_ngram_size);
+    r.num_beams = p.num_beams.value_or(c.num_beams);
+    r.length_penalty = p.length_penalty.value_or(c.length_penalty);
+    r.early_stopping = p.early_stopping.value_or(c.early_stopping ? EarlyStopping::True : EarlyStopping::False);
+    r.stop = p.stop.value_or(std::vector<std::string>{});
+    r.seed = p.seed;
+    r.ignore_eos = p.ignore_eos.value_or(false);
+    r.logprobs = p.logprobs.value_or(false);
+    r.eos_token_ids = c.eos_token_ids;
+    r.forced_bos_token_id = c.forced_bos_token_id;
+    r.forced_eos_token_id = c.forced_eos_token_id;
+
+    // Validate the merged values: generation_config.json can be wrong too.
+    GenerationParams merged;
+    merged.max_new_tokens = r.max_new_tokens;
+    merged.min_new_tokens = r.min_new_tokens;
+    merged.temperature = r.temperature;
+    merged.top_k = r.top_k;
+    merged.top_p = r.top_p;
+    merged.typical_p = r.typical_p;
+    merged.min_p = r.min_p;
+    merged.repetition_penalty = r.repetition_penalty;
+    merged.no_repeat_ngram_size = r.no_repeat_ngram_size;
+    merged.num_beams = r.num_beams;
+    merged.stop = r.stop;
+    check_ranges(merged, source);
+    if (r.max_length < 1) reject(source, "generation_config.json's max_length must be at least 1, got " + std::to_string(r.max_length));
+    if (r.do_sample && !(r.temperature > 0))
+        reject(source, "temperature must be greater than 0 when do_sample is true, got " + format_number(r.temperature) +
+                           " (for greedy decoding set do_sample to false)");
+    if (r.max_new_tokens && r.min_new_tokens && *r.min_new_tokens > *r.max_new_tokens)
+        reject(source, "min_new_tokens (" + std::to_string(*r.min_new_tokens) + ") is larger than max_new_tokens (" +
+                           std::to_string(*r.max_new_tokens) + ")");
+    if (r.num_beams > 1 && !r.stop.empty())
+        reject(source, "stop sequences are not supported with beam search (num_beams > 1)");
+    return r;
+}
+
+}  // namespace lorascope
