@@ -4,7 +4,8 @@ Writes under <out>/io/:
   models/<name>/            save_pretrained() of tiny random models (F32, F16, BF16, sharded,
                             saved from the bare base class so tensor names lack the task prefix)
   models/<name>.json        per state_dict name (as the task class sees it after from_pretrained):
-                            dtype, shape, sha256 of the stored bytes and of the float32 values
+                            shape and sha256 of the float32 values; per stored tensor (as named in
+                            the file): dtype, shape, sha256 of the stored bytes
   mixed_dtypes.safetensors  every dtype safetensors.torch writes, with its record
   configs/<name>/config.json and configs/<name>.json: HF's config.to_dict() and the generation
                             config a model would use, for defaults, aliases and derived fields
@@ -81,11 +82,15 @@ def save_model(root, name, model, task_class, records, **save_kwargs):
     # Records use the names the task class sees, so prefix and tie resolution are checked too.
     loaded = task_class.from_pretrained(directory, torch_dtype=model.dtype)
     state = loaded.state_dict()
-    file_keys = set()
-    for f in os.listdir(directory):
+    # What is stored, read back with the safetensors library itself (T5 keeps "wo" in float32
+    # inside the model even when the file holds float16, so the state dict cannot say this).
+    stored = {}
+    for f in sorted(os.listdir(directory)):
         if f.endswith(".safetensors"):
             with safe_open(os.path.join(directory, f), framework="pt") as handle:
-                file_keys.update(handle.keys())
+                for key in handle.keys():
+                    stored[key] = tensor_record(handle.get_tensor(key))
+    file_keys = set(stored)
 
     def in_file(key):
         return any(k in file_keys for k in (key, key.split(".", 1)[1] if "." in key else key))
@@ -95,7 +100,7 @@ def save_model(root, name, model, task_class, records, **save_kwargs):
     stored_ptrs = {v.data_ptr() for k, v in state.items() if in_file(k)}
     absent = sorted(k for k, v in state.items() if not in_file(k) and v.data_ptr() not in stored_ptrs)
     rec = {"versions": hf_compat.versions(), "model_type": loaded.config.model_type,
-           "absent_from_file": absent, "file_tensors": sorted(file_keys),
+           "absent_from_file": absent, "file_tensors": stored,
            "tensors": {k: tensor_record(v) for k, v in state.items()},
            "tie_word_embeddings": loaded.config.tie_word_embeddings}
     write_json(directory + ".json", rec)
