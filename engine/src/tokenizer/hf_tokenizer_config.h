@@ -1,0 +1,47 @@
+// What Hugging Face transformers reads next to the tokenizer files: tokenizer_config.json,
+// special_tokens_map.json (which wins for special tokens, as from_pretrained does) and
+// config.json's model_type, plus the per-class defaults of the tokenizer classes we mirror.
+#pragma once
+
+#include "tokenizer/added_vocabulary.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lorascope::tokenizer {
+
+// Reads a JSON file; throws Error(NotFound / Format) naming the file.
+nlohmann::json read_json_file(const std::string& path);
+bool file_exists(const std::string& path);
+
+enum class TokenizerFamily { Unknown, T5, Bart, Gpt2, Bloom };
+const char* to_string(TokenizerFamily family);
+
+struct HfTokenizerConfig {
+    TokenizerFamily family = TokenizerFamily::Unknown;
+    std::string tokenizer_class;          // tokenizer_config.json
+    std::string model_type;               // config.json
+    std::optional<bool> clean_up_tokenization_spaces;
+    std::optional<bool> add_prefix_space;
+    std::optional<int> extra_ids;
+    // bos_token, eos_token, unk_token, pad_token, mask_token, sep_token, cls_token.
+    std::map<std::string, AddedToken> special_tokens;
+    std::vector<AddedToken> additional_special_tokens;
+    std::vector<AddedToken> added_tokens_decoder;  // with ids
+    std::optional<int64_t> decoder_start_token_id; // config.json
+};
+
+HfTokenizerConfig read_hf_tokenizer_config(const std::string& dir);
+
+// Fills in the defaults of the family's Hugging Face tokenizer class for absent special tokens
+// (e.g. BartTokenizer's <mask> with lstrip).
+void apply_family_defaults(HfTokenizerConfig& config);
+
+// Family from tokenizer_class, then model_type; Unknown when neither says.
+TokenizerFamily family_from_names(const std::string& tokenizer_class, const std::string& model_type);
+
+}  // namespace lorascope::tokenizer
