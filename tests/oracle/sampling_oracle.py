@@ -11,6 +11,10 @@ Layout under --out/sampling:
   records.json  cases (params, generation_config, histories, HF's resolved lengths, argmax) and
                 sampling runs, with offsets into scores.bin
   scores.bin    little-endian float32 arrays (inputs and HF's processed scores, row-major)
+
+Beam searches run HF's BeamSearchScorer and processors in the loop of GenerationMixin._beam_search
+over a toy "model" whose logits are a table lookup (last token, position), so the C++ side can
+recompute the same logits and must end with HF's sequence and score.
 """
 import argparse
 import copy
@@ -22,6 +26,7 @@ import hf_compat  # noqa: F401  (before anything touches generate())
 import torch
 from transformers import GenerationConfig
 from transformers.utils import logging as hf_logging
+from transformers.generation.beam_search import BeamSearchScorer
 from transformers.generation.logits_process import LogitsProcessorList
 from transformers.generation.utils import GenerationMixin
 
@@ -150,6 +155,75 @@ def sampling_runs():
     ]
 
 
+def beam_searches():
+    """(name, model generation_config, params, prompt)."""
+    eos = {"eos_token_id": 2, "pad_token_id": 0}
+    paper = {"num_beams": 4, "length_penalty": 2.0, "no_repeat_ngram_size": 3, "early_stopping": True}
+    return [
+        ("paper_settings_decoder_only", eos, dict(paper, max_new_tokens=12), [5, 6, 7]),
+        ("paper_settings_encoder_decoder", eos, dict(paper, max_new_tokens=10), [0]),
+        ("heuristic_stop", eos, {"num_beams": 3, "length_penalty": 1.0, "early_stopping": False,
+                                 "repetition_penalty": 1.2, "max_new_tokens": 15}, [9, 4]),
+        ("never_positive_penalty", eos, {"num_beams": 4, "length_penalty": 0.5, "early_stopping": "never",
+                                         "max_new_tokens": 12}, [1]),
+        ("never_negative_penalty", eos, {"num_beams": 2, "length_penalty": -1.0, "early_stopping": "never",
+                                         "max_new_tokens": 9}, [3, 3]),
+        ("two_eos_ids", {"eos_token_id": [2, 3], "pad_token_id": 0},
+         {"num_beams": 3, "length_penalty": 1.0, "min_new_tokens": 2, "max_new_tokens": 10}, [8]),
+        ("config_max_length", {"eos_token_id": 2, "pad_token_id": 0, "max_length": 9, "num_beams": 3}, {}, [0]),
+        ("beam_sample", eos, {"num_beams": 3, "do_sample": True, "temperature": 0.8, "top_k": 10,
+                              "early_stopping": True, "max_new_tokens": 10, "seed": 7}, [4, 5]),
+    ]
+
+
+def toy_logits(tables, ids):
+    last, position = tables
+    return last[ids[:, -1]] + position[ids.shape[1]]
+
+
+def run_beam_search(model_gc, params, prompt, tables):
+    """GenerationMixin._beam_search's loop, batch of one, with HF's scorer and processors."""
+    gc, processors = hf_processors(model_gc, params, len(prompt))
+    num_beams = gc.num_beams
+    eos = gc._eos_token_tensor
+    scorer = BeamSearchScorer(batch_size=1, num_beams=num_beams, device="cpu",
+                              length_penalty=gc.length_penalty, do_early_stopping=gc.early_stopping,
+                              num_beam_hyps_to_keep=1, max_length=gc.max_length)
+    input_ids = torch.tensor([prompt] * num_beams, dtype=torch.long)
+    beam_scores = torch.zeros((1, num_beams), dtype=torch.float)
+    beam_scores[:, 1:] = -1e9
+    beam_scores = beam_scores.view(-1)
+    if gc.do_sample:
+        torch.manual_seed(params["seed"])
+    while True:
+        logits = toy_logits(tables, input_ids)
+        scores = torch.nn.functional.log_softmax(logits, dim=-1)
+        processed = processors(input_ids, scores)
+        next_scores = processed + beam_scores[:, None].expand_as(processed)
+        vocab = next_scores.shape[-1]
+        next_scores = next_scores.view(1, num_beams * vocab)
+        keep = max(2, 1 + eos.shape[0]) * num_beams
+        if gc.do_sample:
+            probs = torch.nn.functional.softmax(next_scores, dim=-1)
+            next_tokens = torch.multinomial(probs, num_samples=keep)
+            next_scores = torch.gather(next_scores, -1, next_tokens)
+            next_scores, order = torch.sort(next_scores, descending=True, dim=1)
+            next_tokens = torch.gather(next_tokens, -1, order)
+        else:
+            next_scores, next_tokens = torch.topk(next_scores, keep, dim=1, largest=True, sorted=True)
+        next_indices = torch.div(next_tokens, vocab, rounding_mode="floor")
+        next_tokens = next_tokens % vocab
+        out = scorer.process(input_ids, next_scores, next_tokens, next_indices, pad_token_id=gc.pad_token_id,
+                             eos_token_id=eos, decoder_prompt_len=len(prompt))
+        beam_scores = out["next_beam_scores"]
+        input_ids = torch.cat([input_ids[out["next_beam_indices"], :], out["next_beam_tokens"].unsqueeze(-1)], dim=-1)
+        if scorer.is_done or input_ids.shape[-1] >= gc.max_length:
+            break
+    final = scorer.finalize(input_ids, beam_scores, None, None, max_length=gc.max_length,
+                            pad_token_id=gc.pad_token_id, eos_token_id=eos, decoder_prompt_len=len(prompt))
+    return final["sequences"][0].tolist(), float(final["sequence_scores"][0]), input_ids.shape[-1]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
@@ -164,7 +238,7 @@ def main():
 
     gen = torch.Generator().manual_seed(20241129)
     blob = Blob()
-    records = {"versions": hf_compat.versions(), "cases": [], "sampling_runs": []}
+    records = {"versions": hf_compat.versions(), "cases": [], "sampling_runs": [], "beam_searches": []}
 
     for name, model_gc, params, rows, vocab, input_len, cur_len, alphabet in cases():
         ids = history(gen, rows, cur_len, alphabet)
@@ -207,13 +281,26 @@ def main():
             "prompt": prompt, "steps": steps, "logits_offset": blob.add(logits), "tokens": tokens,
         })
 
+    vocab, positions = 40, 64
+    last = torch.randn(vocab, vocab, generator=gen) * 2.5
+    last[:, 2] += 1.0  # eos often competitive, so hypotheses close at different lengths
+    last[:, 3] += 0.5
+    position = torch.randn(positions, vocab, generator=gen) * 0.5
+    records["beam_tables"] = {"vocab": vocab, "positions": positions, "last_offset": blob.add(last),
+                              "position_offset": blob.add(position)}
+    for name, model_gc, params, prompt in beam_searches():
+        sequence, score, final_length = run_beam_search(model_gc, params, prompt, (last, position))
+        records["beam_searches"].append({"name": name, "generation_config": model_gc, "params": params,
+                                         "prompt": prompt, "sequence": sequence, "score": score,
+                                         "final_length": final_length})
+
     with open(os.path.join(out_dir, "scores.bin"), "wb") as f:
         for part in blob.parts:
             f.write(part)
     with open(os.path.join(out_dir, "records.json"), "w") as f:
         json.dump(records, f)
     print(f"sampling oracle: {len(records['cases'])} cases, {len(records['sampling_runs'])} sampling runs "
-          f"-> {out_dir}")
+          f"{len(records['beam_searches'])} beam searches -> {out_dir}")
 
 
 if __name__ == "__main__":

@@ -61,10 +61,12 @@ inline GenerationConfig generation_config_from(const nlohmann::json& gc) {
     if (gc.contains("decoder_start_token_id")) c.decoder_start_token_id = gc["decoder_start_token_id"].get<int64_t>();
     if (gc.contains("forced_bos_token_id")) c.forced_bos_token_id = gc["forced_bos_token_id"].get<int64_t>();
     if (gc.contains("forced_eos_token_id")) c.forced_eos_token_id = gc["forced_eos_token_id"].get<int64_t>();
+    if (gc.contains("pad_token_id")) c.pad_token_id = gc["pad_token_id"].get<int64_t>();
+    if (gc.contains("num_beams")) c.num_beams = gc["num_beams"].get<int64_t>();
     for (const auto& item : gc.items()) {
         static const char* known[] = {"eos_token_id", "max_length", "min_length", "do_sample", "temperature",
                                       "top_k", "top_p", "decoder_start_token_id", "forced_bos_token_id",
-                                      "forced_eos_token_id"};
+                                      "forced_eos_token_id", "pad_token_id", "num_beams"};
         bool ok = false;
         for (const char* k : known) ok = ok || item.key() == k;
         if (!ok) throw std::runtime_error("test reader does not map generation_config key " + item.key());
