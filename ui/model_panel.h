@@ -1,0 +1,66 @@
+// Choosing and loading a model: directory (typed, browsed, recent, from the HF cache), device,
+// dtype and threads; a busy bar and a cancel button while the engine loads; the summary after.
+#pragma once
+
+#include <QStringList>
+#include <QWidget>
+
+#include "lorascope/engine.h"
+
+class QComboBox;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTextBrowser;
+class QTimer;
+class QElapsedTimer;
+
+namespace lorascope::ui {
+
+class ModelPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit ModelPanel(QWidget* parent = nullptr);
+    ~ModelPanel() override;
+
+    QString modelDir() const;
+    void setModelDir(const QString& dir);
+    EngineOptions options() const;
+    void setRecentModels(const QStringList& dirs);
+    void setDevice(const QString& device);
+    void setDtype(const QString& dtype);
+    void setThreads(int threads);
+
+    void setLoading(bool loading, const QString& dir = {});
+    void showSummary(const QString& dir, const ModelConfig& model, const GenerationConfig& generation);
+    void showMessage(const QString& text);
+
+    QPushButton* loadButton() const { return load_; }
+    QPushButton* cancelButton() const { return cancel_; }
+
+Q_SIGNALS:
+    void loadRequested();
+    void cancelRequested();
+    void browseRequested();
+    void hfCacheRequested();
+
+private:
+    QComboBox* dir_ = nullptr;
+    QComboBox* device_ = nullptr;
+    QComboBox* dtype_ = nullptr;
+    QSpinBox* threads_ = nullptr;
+    QPushButton *browse_ = nullptr, *hf_ = nullptr, *load_ = nullptr, *cancel_ = nullptr;
+    QProgressBar* progress_ = nullptr;
+    QLabel* status_ = nullptr;
+    QTextBrowser* summary_ = nullptr;
+    QTimer* elapsed_tick_ = nullptr;
+    std::unique_ptr<QElapsedTimer> elapsed_;
+};
+
+// "T5", "BART", "BLOOM": the UI's own names, so it does not need the engine library.
+QString familyLabel(Family family);
+// An HTML summary: family, sizes, tokenizer files, generation defaults.
+QString modelSummaryHtml(const QString& dir, const ModelConfig& model, const GenerationConfig& generation);
+
+}  // namespace lorascope::ui

@@ -1,0 +1,155 @@
+#include "prompt_source.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QStringList>
+
+#include "lorascope/error.h"
+
+namespace lorascope::ui {
+
+std::vector<PromptItem> promptsFromLines(const QString& text) {
+    std::vector<PromptItem> out;
+    for (const QString& line : text.split(QLatin1Char('\n'))) {
+        const QString p = line.trimmed();
+        if (!p.isEmpty()) out.push_back({QString(), p, std::nullopt, {}});
+    }
+    return out;
+}
+
+namespace {
+
+[[noreturn]] void fail(const QString& where, const QString& message) {
+    throw Error(ErrorKind::Format, where.toStdString(), message.toStdString());
+}
+
+GenerationParams paramsFromJson(const QJsonObject& o, const QString& where) {
+    GenerationParams p;
+    auto integer = [&](const QString& key) -> std::optional<int64_t> {
+        const QJsonValue v = o.value(key);
+        if (v.isUndefined() || v.isNull()) return std::nullopt;
+        if (!v.isDouble() || v.toDouble() != double(qint64(v.toDouble())))
+            fail(where, QStringLiteral("params.%1 must be an integer").arg(key));
+        return qint64(v.toDouble());
+    };
+    auto real = [&](const QString& key) -> std::optional<double> {
+        const QJsonValue v = o.value(key);
+        if (v.isUndefined() || v.isNull()) return std::nullopt;
+        if (!v.isDouble()) fail(where, QStringLiteral("params.%1 must be a number").arg(key));
+        return v.toDouble();
+    };
+    auto boolean = [&](const QString& key) -> std::optional<bool> {
+        const QJsonValue v = o.value(key);
+        if (v.isUndefined() || v.isNull()) return std::nullopt;
+        if (!v.isBool()) fail(where, QStringLiteral("params.%1 must be true or false").arg(key));
+        return v.toBool();
+    };
+    static const QStringList known = {"max_new_tokens", "min_new_tokens", "do_sample", "temperature", "top_k", "top_p",
+                                      "typical_p", "min_p", "repetition_penalty", "no_repeat_ngram_size", "num_beams",
+                                      "length_penalty", "early_stopping", "stop", "seed", "ignore_eos", "logprobs"};
+    for (const QString& key : o.keys())
+        if (!known.contains(key)) fail(where, QStringLiteral("unknown field params.%1").arg(key));
+    p.max_new_tokens = integer(QStringLiteral("max_new_tokens"));
+    p.min_new_tokens = integer(QStringLiteral("min_new_tokens"));
+    p.do_sample = boolean(QStringLiteral("do_sample"));
+    p.temperature = real(QStringLiteral("temperature"));
+    p.top_k = integer(QStringLiteral("top_k"));
+    p.top_p = real(QStringLiteral("top_p"));
+    p.typical_p = real(QStringLiteral("typical_p"));
+    p.min_p = real(QStringLiteral("min_p"));
+    p.repetition_penalty = real(QStringLiteral("repetition_penalty"));
+    p.no_repeat_ngram_size = integer(QStringLiteral("no_repeat_ngram_size"));
+    p.num_beams = integer(QStringLiteral("num_beams"));
+    p.length_penalty = real(QStringLiteral("length_penalty"));
+    const QJsonValue es = o.value(QStringLiteral("early_stopping"));
+    if (es.isBool()) p.early_stopping = es.toBool() ? EarlyStopping::True : EarlyStopping::False;
+    else if (es.toString() == QLatin1String("never")) p.early_stopping = EarlyStopping::Never;
+    else if (!es.isUndefined() && !es.isNull()) fail(where, QStringLiteral("params.early_stopping must be true, false or \"never\""));
+    const QJsonValue stop = o.value(QStringLiteral("stop"));
+    if (stop.isString()) p.stop = std::vector<std::string>{stop.toString().toStdString()};
+    else if (stop.isArray()) {
+        std::vector<std::string> list;
+        for (const QJsonValue& s : stop.toArray()) {
+            if (!s.isString()) fail(where, QStringLiteral("params.stop must hold strings"));
+            list.push_back(s.toString().toStdString());
+        }
+        p.stop = list;
+    } else if (!stop.isUndefined() && !stop.isNull()) fail(where, QStringLiteral("params.stop must be a string or a list of strings"));
+    if (auto seed = integer(QStringLiteral("seed"))) {
+        if (*seed < 0) fail(where, QStringLiteral("params.seed must not be negative"));
+        p.seed = uint64_t(*seed);
+    }
+    p.ignore_eos = boolean(QStringLiteral("ignore_eos"));
+    p.logprobs = boolean(QStringLiteral("logprobs"));
+    return p;
+}
+
+}  // namespace
+
+std::vector<PromptItem> promptsFromJsonLines(const QByteArray& data, const QString& path) {
+    std::vector<PromptItem> out;
+    const QList<QByteArray> lines = data.split('\n');
+    for (int i = 0; i < lines.size(); ++i) {
+        const QByteArray line = lines[i].trimmed();
+        if (line.isEmpty()) continue;
+        const QString where = QStringLiteral("%1:%2").arg(path).arg(i + 1);
+        QJsonParseError err;
+        const QJsonDocument doc = QJsonDocument::fromJson(line, &err);
+        if (err.error != QJsonParseError::NoError) fail(where, QStringLiteral("malformed JSON: %1").arg(err.errorString()));
+        if (!doc.isObject()) fail(where, QStringLiteral("each line must be a JSON object"));
+        const QJsonObject o = doc.object();
+        PromptItem item;
+        const QJsonValue prompt = o.value(QStringLiteral("prompt"));
+        if (!prompt.isString()) fail(where, QStringLiteral("\"prompt\" must be a string"));
+        item.prompt = prompt.toString();
+        const QJsonValue id = o.value(QStringLiteral("id"));
+        if (id.isString()) item.client_id = id.toString();
+        else if (id.isDouble()) item.client_id = QString::number(qint64(id.toDouble()));
+        const QJsonValue adapter = o.value(QStringLiteral("adapter"));
+        if (adapter.isString()) item.adapter = adapter.toString();
+        else if (adapter.isNull()) item.adapter = QString();
+        const QJsonValue params = o.value(QStringLiteral("params"));
+        if (params.isObject()) item.overrides = paramsFromJson(params.toObject(), where);
+        else if (!params.isUndefined() && !params.isNull()) fail(where, QStringLiteral("\"params\" must be an object"));
+        out.push_back(std::move(item));
+    }
+    return out;
+}
+
+std::vector<PromptItem> promptsFromFile(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        throw Error(ErrorKind::NotFound, path.toStdString(), f.errorString().toStdString());
+    const QByteArray data = f.readAll();
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix == QLatin1String("jsonl") || suffix == QLatin1String("json")) return promptsFromJsonLines(data, path);
+    return promptsFromLines(QString::fromUtf8(data));
+}
+
+GenerationParams mergeParams(const GenerationParams& base, const GenerationParams& over) {
+    GenerationParams p = base;
+    auto take = [](auto& dst, const auto& src) { if (src) dst = src; };
+    take(p.max_new_tokens, over.max_new_tokens);
+    take(p.min_new_tokens, over.min_new_tokens);
+    take(p.do_sample, over.do_sample);
+    take(p.temperature, over.temperature);
+    take(p.top_k, over.top_k);
+    take(p.top_p, over.top_p);
+    take(p.typical_p, over.typical_p);
+    take(p.min_p, over.min_p);
+    take(p.repetition_penalty, over.repetition_penalty);
+    take(p.no_repeat_ngram_size, over.no_repeat_ngram_size);
+    take(p.num_beams, over.num_beams);
+    take(p.length_penalty, over.length_penalty);
+    take(p.early_stopping, over.early_stopping);
+    take(p.stop, over.stop);
+    take(p.seed, over.seed);
+    take(p.ignore_eos, over.ignore_eos);
+    take(p.logprobs, over.logprobs);
+    return p;
+}
+
+}  // namespace lorascope::ui
