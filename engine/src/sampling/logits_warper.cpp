@@ -135,20 +135,58 @@ void typical_p(at::Tensor& scores, const std::vector<LogitsRow>& rows, const std
     });
 }
 
+// Truncation after top-k only needs the candidates top-k kept: when every row that uses top-p,
+// min-p or typical-p also has a small top-k, those run on the [rows, k] candidate scores instead
+// of sorting the whole vocabulary. -inf entries carry no probability, so the kept set is HF's.
+bool truncate_candidates_only(at::Tensor& scores, const std::vector<LogitsRow>& rows,
+                              const std::vector<int64_t>& tail) {
+    const int64_t vocab = scores.size(1);
+    int64_t k_max = 0;
+    for (int64_t r : tail) {
+        const ResolvedGenerationParams& p = *rows[r].params;
+        if (p.top_k == 0) return false;
+        k_max = std::max(k_max, std::max(p.top_k, min_tokens_to_keep(p)));
+    }
+    if (k_max * 4 > vocab) return false;
+    at::Tensor index = at::tensor(tail, at::TensorOptions().dtype(at::kLong)).to(scores.device());
+    at::Tensor sub = scores.index_select(0, index);
+    // Ties at the k-th score survive top-k in HF; then there are more candidates than k.
+    if (sub.isfinite().sum(1).max().item<int64_t>() > k_max) return false;
+    auto top = sub.topk(k_max, -1, /*largest=*/true, /*sorted=*/true);
+    at::Tensor candidates = std::get<0>(top).contiguous();
+    std::vector<LogitsRow> candidate_rows;
+    std::vector<int64_t> all;
+    for (size_t i = 0; i < tail.size(); ++i) {
+        candidate_rows.push_back(rows[tail[i]]);
+        all.push_back(static_cast<int64_t>(i));
+    }
+    top_p(candidates, candidate_rows, all);
+    min_p(candidates, candidate_rows, all);
+    typical_p(candidates, candidate_rows, all);
+    sub.fill_(kNegInf).scatter_(1, std::get<1>(top), candidates);
+    scores.index_copy_(0, index, sub);
+    return true;
+}
+
 }  // namespace
 
 void apply_logits_warpers(at::Tensor& scores, const std::vector<LogitsRow>& rows) {
     TORCH_CHECK(scores.dim() == 2 && scores.size(0) == static_cast<int64_t>(rows.size()) && scores.is_contiguous(),
                 "apply_logits_warpers: scores must be a contiguous [rows, vocab] tensor matching rows");
-    std::vector<int64_t> sampled;
-    for (size_t r = 0; r < rows.size(); ++r)
-        if (rows[r].params->do_sample) sampled.push_back(static_cast<int64_t>(r));
+    std::vector<int64_t> sampled, tail;
+    for (size_t r = 0; r < rows.size(); ++r) {
+        const ResolvedGenerationParams& p = *rows[r].params;
+        if (!p.do_sample) continue;
+        sampled.push_back(static_cast<int64_t>(r));
+        if (p.top_p < 1.0 || p.min_p || p.typical_p < 1.0) tail.push_back(static_cast<int64_t>(r));
+    }
     if (sampled.empty()) return;
     temperature(scores, rows, sampled);
     top_k(scores, rows, sampled);
-    top_p(scores, rows, sampled);
-    min_p(scores, rows, sampled);
-    typical_p(scores, rows, sampled);
+    if (tail.empty() || truncate_candidates_only(scores, rows, tail)) return;
+    top_p(scores, rows, tail);
+    min_p(scores, rows, tail);
+    typical_p(scores, rows, tail);
 }
 
 }  // namespace lorascope::sampling
