@@ -36,6 +36,8 @@ BatchTimelineWidget::Geometry BatchTimelineWidget::geometry() const {
     Geometry g;
     const auto& samples = model_->samples();
     const int usable_w = qMax(1, width() - g.left - 4);
+    // Few steps get wider cells (up to 24 px) so a short run is still readable.
+    if (!samples.empty()) g.cell_w = qBound(8, usable_w / int(samples.size()), 24);
     g.steps = qMin(int(samples.size()), usable_w / g.cell_w);
     g.first_sample = int(samples.size()) - g.steps;
     int rows = 1;

@@ -36,6 +36,7 @@ BatchingInspector::BatchingInspector(StepStatsModel* model, QWidget* parent) : Q
     colour_by_->addItems({tr("Colour by request"), tr("Colour by adapter")});
     colour_by_->setAccessibleName(tr("Timeline colouring"));
     summary_ = new QLabel(tr("No engine steps yet"), this);
+    summary_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     controls->addWidget(pause_);
     controls->addWidget(step_);
     controls->addWidget(colour_by_);

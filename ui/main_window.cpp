@@ -13,6 +13,7 @@
 #include <QMenuBar>
 #include <QMimeData>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
@@ -132,11 +133,13 @@ void MainWindow::buildLayout() {
     params_scroll->setWidget(params_panel_);
     params_scroll->setWidgetResizable(true);
     params_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    // The scroll area hides its content's minimum width from the dock: state it, so nothing is clipped.
+    params_scroll->setMinimumWidth(params_panel_->minimumSizeHint().width() + params_scroll->verticalScrollBar()->sizeHint().width() + 4);
     auto* params_dock = new QDockWidget(tr("Parameters"), this);
     params_dock->setObjectName(QStringLiteral("paramsDock"));
     params_dock->setWidget(params_scroll);
     addDockWidget(Qt::RightDockWidgetArea, params_dock);
-    resizeDocks({model_dock, params_dock}, {310, 270}, Qt::Horizontal);
+    resizeDocks({model_dock, params_dock}, {255, 250}, Qt::Horizontal);
     resizeDocks({model_dock, adapters_dock}, {430, 250}, Qt::Vertical);
 
     composer_ = new PromptComposer(this);

@@ -52,7 +52,8 @@ ParamsPanel::ParamsPanel(QWidget* parent) : QWidget(parent) {
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     max_new_ = intBox(1, 1000000, tr("Maximum new tokens"), this);
     min_new_ = intBox(0, 1000000, tr("Minimum new tokens"), this);
-    do_sample_ = new QCheckBox(tr("Sample (otherwise greedy/beam)"), this);
+    do_sample_ = new QCheckBox(tr("Sample"), this);
+    do_sample_->setToolTip(tr("Sample from the distribution; otherwise greedy (or beam search with beams > 1)"));
     do_sample_->setAccessibleName(tr("Sample"));
     temperature_ = realBox(0.01, 10.0, 0.05, 2, tr("Temperature"), this);
     top_k_ = intBox(0, 1000000, tr("Top k"), this);
@@ -79,9 +80,11 @@ ParamsPanel::ParamsPanel(QWidget* parent) : QWidget(parent) {
     auto* seed_row = new QHBoxLayout;
     seed_row->addWidget(fixed_seed_);
     seed_row->addWidget(seed_, 1);
-    ignore_eos_ = new QCheckBox(tr("Ignore end of sequence"), this);
+    ignore_eos_ = new QCheckBox(tr("Ignore EOS"), this);
+    ignore_eos_->setToolTip(tr("Keep generating past the end-of-sequence token"));
     ignore_eos_->setAccessibleName(tr("Ignore end of sequence"));
-    logprobs_ = new QCheckBox(tr("Report log-probabilities"), this);
+    logprobs_ = new QCheckBox(tr("Logprobs"), this);
+    logprobs_->setToolTip(tr("Report each token's log-probability (shown on hover in the comparison view)"));
     logprobs_->setAccessibleName(tr("Report log-probabilities"));
 
     form->addRow(tr("Max new tokens"), max_new_);
@@ -92,11 +95,11 @@ ParamsPanel::ParamsPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("Top p"), top_p_);
     form->addRow(tr("Typical p"), typical_p_);
     form->addRow(tr("Min p"), min_p_);
-    form->addRow(tr("Repetition penalty"), repetition_);
+    form->addRow(tr("Repetition pen."), repetition_);
     form->addRow(tr("No repeat n-gram"), no_repeat_);
     form->addRow(tr("Beams"), beams_);
-    form->addRow(tr("Length penalty"), length_penalty_);
-    form->addRow(tr("Early stopping"), early_stopping_);
+    form->addRow(tr("Length pen."), length_penalty_);
+    form->addRow(tr("Early stop"), early_stopping_);
     form->addRow(tr("Stop"), stop_);
     form->addRow(tr("Seed"), seed_row);
     form->addRow(QString(), ignore_eos_);

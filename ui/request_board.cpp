@@ -30,12 +30,15 @@ RequestBoard::RequestBoard(RequestTableModel* model, QWidget* parent) : QWidget(
     cancel_->setToolTip(tr("Cancel the selected requests (Esc)"));
     cancel_all_ = button(tr("Cancel all"), tr("Cancel all requests"));
     copy_ = button(tr("Copy"), tr("Copy the selected outputs"));
-    export_jsonl_ = button(tr("Export JSONL…"), tr("Export all results as JSON Lines"));
-    export_md_ = button(tr("Export Markdown…"), tr("Export all results as Markdown"));
-    clear_ = button(tr("Clear finished"), tr("Remove finished requests from the board"));
-    buttons->addStretch(1);
+    export_jsonl_ = button(tr("JSONL…"), tr("Export all results as JSON Lines"));
+    export_md_ = button(tr("Markdown…"), tr("Export all results as Markdown"));
+    clear_ = button(tr("Clear done"), tr("Remove finished requests from the board"));
     counts_ = new QLabel(this);
-    buttons->addWidget(counts_);
+    counts_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);   // never widens the window
+    export_jsonl_->setToolTip(tr("Export all results as JSON Lines"));
+    export_md_->setToolTip(tr("Export all results as Markdown"));
+    clear_->setToolTip(tr("Remove finished requests from the board"));
+    buttons->addWidget(counts_, 1);
     layout->addLayout(buttons);
 
     auto* split = new QSplitter(Qt::Vertical, this);
@@ -48,14 +51,14 @@ RequestBoard::RequestBoard(RequestTableModel* model, QWidget* parent) : QWidget(
     view_->verticalHeader()->setDefaultSectionSize(view_->fontMetrics().height() + 6);
     auto* header = view_->horizontalHeader();
     header->setSectionResizeMode(RequestTableModel::ColOutput, QHeaderView::Stretch);
-    view_->setColumnWidth(RequestTableModel::ColId, 44);
-    view_->setColumnWidth(RequestTableModel::ColAdapter, 90);
-    view_->setColumnWidth(RequestTableModel::ColStatus, 70);
-    view_->setColumnWidth(RequestTableModel::ColPrompt, 160);
+    view_->setColumnWidth(RequestTableModel::ColId, 34);
+    view_->setColumnWidth(RequestTableModel::ColAdapter, 70);
+    view_->setColumnWidth(RequestTableModel::ColStatus, 64);
+    view_->setColumnWidth(RequestTableModel::ColPrompt, 110);
     view_->setColumnWidth(RequestTableModel::ColTokens, 52);
-    view_->setColumnWidth(RequestTableModel::ColTokensPerSec, 52);
-    view_->setColumnWidth(RequestTableModel::ColTtft, 62);
-    view_->setColumnWidth(RequestTableModel::ColFinish, 62);
+    view_->setColumnWidth(RequestTableModel::ColTokensPerSec, 48);
+    view_->setColumnWidth(RequestTableModel::ColTtft, 60);
+    view_->setColumnWidth(RequestTableModel::ColFinish, 58);
     detail_ = new QPlainTextEdit(split);
     detail_->setReadOnly(true);
     detail_->setAccessibleName(tr("Full output of the selected request"));
