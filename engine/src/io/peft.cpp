@@ -203,8 +203,17 @@ std::shared_ptr<PeftAdapter> PeftAdapter::open(const std::string& dir) {
             fail(ErrorKind::Unsupported, "LoRA on embedding layers is not supported yet");
         if (name.compare(0, prefix.size(), prefix) != 0)
             fail(ErrorKind::Format, "expected a name starting with '" + prefix + "'");
-        bool is_a = ends_with(name, ".lora_A.weight");
-        bool is_b = ends_with(name, ".lora_B.weight");
+        const bool is_a = ends_with(name, ".lora_A.weight");
+        const bool is_b = ends_with(name, ".lora_B.weight");
+        const bool is_base = ends_with(name, ".base_layer.weight");
+        if (is_base) {
+            const std::string module = name.substr(prefix.size(), name.size() - prefix.size() - std::string(".base_layer.weight").size());
+            const auto* entry = adapter->weights_->find(name);
+            auto& m = by_module[module];
+            m.module = module;
+            m.base_weight = entry->info;
+            continue;
+        }
         if (!is_a && !is_b) {
             if (ends_with(name, ".bias")) fail(ErrorKind::Unsupported, "trained biases are not supported yet");
             fail(ErrorKind::Unsupported, "unexpected tensor; only <module>.lora_A.weight / lora_B.weight are supported");
@@ -224,6 +233,9 @@ std::shared_ptr<PeftAdapter> PeftAdapter::open(const std::string& dir) {
     const AdapterConfig& cfg = adapter->config_;
     for (auto& [module, m] : by_module) {
         const std::string base = prefix + module;
+        if (!m.a && !m.b)
+            throw Error(ErrorKind::Format, st_path,
+                        "tensor '" + base + ".base_layer.weight' belongs to no LoRA module (no lora_A/lora_B)");
         if (!m.a) throw Error(ErrorKind::Format, st_path, "tensor '" + base + ".lora_B.weight' has no matching lora_A.weight");
         if (!m.b) throw Error(ErrorKind::Format, st_path, "tensor '" + base + ".lora_A.weight' has no matching lora_B.weight");
         m.rank = m.a->shape[0];

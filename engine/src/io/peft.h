@@ -21,6 +21,10 @@ struct LoraModuleTensors {
     int64_t in_features = 0;
     int64_t out_features = 0;
     double scaling = 0;            // from the config's patterns for this module
+    // When lm_head / embed_tokens is targeted, PEFT (save_embedding_layers="auto") also stores
+    // that layer's full base weight as "<module>.base_layer.weight". PEFT loads it over the base
+    // model's weight; whoever attaches the adapter must check it equals the loaded base weight.
+    const TensorInfo* base_weight = nullptr;
 };
 
 class PeftAdapter {
