@@ -150,7 +150,10 @@ def score_cases(model, family, prompts, vocab, eos, seed):
             labels[3] = -100
         with torch.no_grad():
             if family == "bloom":
-                seq = torch.tensor([prompt + target])
+                # A -100 label hides its token from the loss; the input reads pad there, as the
+                # seq2seq decoder input does after HF's shift_tokens_right.
+                pad = model.config.pad_token_id
+                seq = torch.tensor([prompt + [pad if t == -100 else t for t in labels]])
                 lab = torch.tensor([[-100] * len(prompt) + labels])
                 out = model(seq, labels=lab)
                 logp = torch.log_softmax(out.logits[0].float(), -1)

@@ -1,0 +1,72 @@
+#include "models/attention.h"
+
+#include "models/kv_cache.h"
+
+namespace lorascope::models {
+
+namespace {
+
+// [B, T, H*D] columns starting at `offset` -> [B, H, T, D] (a view).
+at::Tensor heads_view(const at::Tensor& y, int64_t offset, int64_t heads, int64_t head_dim) {
+    const int64_t B = y.size(0), T = y.size(1);
+    return y.narrow(2, offset, heads * head_dim).view({B, T, heads, head_dim}).transpose(1, 2);
+}
+
+}  // namespace
+
+at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
+                  double score_scale) {
+    const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
+    at::Tensor scores = at::matmul(q, k.transpose(-1, -2));  // [B, H, T, L]
+    if (score_scale != 1.0) scores.mul_(score_scale);
+    if (bias.defined()) scores.add_(bias);
+    at::Tensor probs = scores.scalar_type() == at::kFloat ? at::softmax(scores, -1)
+                                                          : at::softmax(scores, -1, at::kFloat).to(v.scalar_type());
+    return at::matmul(probs, v).transpose(1, 2).reshape({B, T, H * D});
+}
+
+SelfAttention::SelfAttention(AttentionShape shape, QkvLayout layout, Linear qkv, Linear out)
+    : shape_(shape), layout_(layout), qkv_single_(std::move(qkv)), out_(std::move(out)) {}
+
+SelfAttention::SelfAttention(AttentionShape shape, FusedLinear qkv, Linear out)
+    : shape_(shape), layout_(QkvLayout::Concatenated), qkv_fused_(std::move(qkv)), out_(std::move(out)) {}
+
+at::Tensor SelfAttention::forward(const at::Tensor& x, const at::Tensor& bias, KvCache* cache, int64_t layer,
+                                  const LoraHook* lora) const {
+    const int64_t H = shape_.heads, D = shape_.head_dim;
+    const int64_t B = x.size(0), T = x.size(1);
+    at::Tensor q, k, v;
+    if (layout_ == QkvLayout::PerHead) {
+        at::Tensor fused = qkv_single_.forward(x, lora).view({B, T, H, 3, D});
+        q = fused.select(3, 0).transpose(1, 2);
+        k = fused.select(3, 1).transpose(1, 2);
+        v = fused.select(3, 2).transpose(1, 2);
+    } else {
+        at::Tensor fused = qkv_fused_.forward(x, lora);
+        q = heads_view(fused, 0, H, D);
+        k = heads_view(fused, H * D, H, D);
+        v = heads_view(fused, 2 * H * D, H, D);
+    }
+    if (shape_.query_scale != 1.0) q = q * shape_.query_scale;
+    if (cache) std::tie(k, v) = cache->write(layer, k, v);
+    return out_.forward(attend(q, k, v, bias, shape_.score_scale), lora);
+}
+
+CrossAttention::CrossAttention(AttentionShape shape, Linear q, Linear k, Linear v, Linear out)
+    : shape_(shape), q_(std::move(q)), kv_({k, v}), out_(std::move(out)) {}
+
+std::pair<at::Tensor, at::Tensor> CrossAttention::project_memory(const at::Tensor& encoder_out,
+                                                                 const LoraHook* lora) const {
+    const int64_t H = shape_.heads, D = shape_.head_dim;
+    at::Tensor kv = kv_.forward(encoder_out, lora);
+    return {heads_view(kv, 0, H, D).contiguous(), heads_view(kv, H * D, H, D).contiguous()};
+}
+
+at::Tensor CrossAttention::forward(const at::Tensor& x, const at::Tensor& k, const at::Tensor& v,
+                                   const at::Tensor& bias, const LoraHook* lora) const {
+    at::Tensor q = heads_view(q_.forward(x, lora), 0, shape_.heads, shape_.head_dim);
+    if (shape_.query_scale != 1.0) q = q * shape_.query_scale;
+    return out_.forward(attend(q, k, v, bias, shape_.score_scale), lora);
+}
+
+}  // namespace lorascope::models

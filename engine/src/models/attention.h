@@ -1,0 +1,70 @@
+// Multi-head attention shared by all families. Position information enters only as an additive
+// bias on the scores (T5 relative buckets, BLOOM ALiBi, padding and causal masks), which the model
+// computes once per forward pass and hands to every layer.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include "models/linear.h"
+
+namespace lorascope::models {
+
+class KvCache;
+
+// How a fused q|k|v projection lays out its output columns.
+enum class QkvLayout {
+    Concatenated,  // [q (H*D) | k (H*D) | v (H*D)]: T5 and BART, fused by us at load
+    PerHead,       // [H, 3, D]: BLOOM's query_key_value as trained
+};
+
+struct AttentionShape {
+    int64_t heads = 0;
+    int64_t head_dim = 0;
+    double score_scale = 1.0;   // multiplies q.k (T5: 1; BLOOM: 1/sqrt(D))
+    double query_scale = 1.0;   // multiplies q before the product (BART: 1/sqrt(D), as HF does)
+};
+
+class SelfAttention {
+public:
+    SelfAttention() = default;
+    SelfAttention(AttentionShape shape, QkvLayout layout, Linear qkv, Linear out);
+    SelfAttention(AttentionShape shape, FusedLinear qkv, Linear out);
+
+    // x [B, T, d]. bias broadcasts to [B, H, T, L]. With a cache, this layer's new K/V are written
+    // at each row's current length and attention covers [0, L) slots of the cache; without, L = T.
+    at::Tensor forward(const at::Tensor& x, const at::Tensor& bias, KvCache* cache, int64_t layer,
+                       const LoraHook* lora) const;
+
+    const AttentionShape& shape() const { return shape_; }
+
+private:
+    AttentionShape shape_;
+    QkvLayout layout_ = QkvLayout::Concatenated;
+    Linear qkv_single_;     // BLOOM
+    FusedLinear qkv_fused_; // T5/BART
+    Linear out_;
+};
+
+// Decoder-to-encoder attention: K/V come from the encoder output, computed once per request.
+class CrossAttention {
+public:
+    CrossAttention() = default;
+    CrossAttention(AttentionShape shape, Linear q, Linear k, Linear v, Linear out);
+
+    // Encoder output [B, S, d] -> (K, V), each [B, H, S, D], contiguous.
+    std::pair<at::Tensor, at::Tensor> project_memory(const at::Tensor& encoder_out, const LoraHook* lora) const;
+    at::Tensor forward(const at::Tensor& x, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
+                       const LoraHook* lora) const;
+
+private:
+    AttentionShape shape_;
+    Linear q_;
+    FusedLinear kv_;
+    Linear out_;
+};
+
+// softmax(scale * q k^T + bias) v for q [B, H, T, D], k/v [B, H, L, D] -> [B, T, H*D].
+at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
+                  double score_scale);
+
+}  // namespace lorascope::models

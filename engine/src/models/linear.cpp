@@ -1,0 +1,42 @@
+#include "models/linear.h"
+
+namespace lorascope::models {
+
+Linear::Linear(LinearSite site, at::Tensor weight, at::Tensor bias)
+    : site_(std::move(site)), weight_(std::move(weight)), bias_(std::move(bias)) {
+    site_.out_features = weight_.size(0);
+    site_.in_features = weight_.size(1);
+}
+
+at::Tensor Linear::forward(const at::Tensor& x, const LoraHook* lora) const {
+    at::Tensor y = bias_.defined() ? at::linear(x, weight_, bias_) : at::matmul(x, weight_.t());
+    if (lora) lora->add_delta(site_, x, y);
+    return y;
+}
+
+FusedLinear::FusedLinear(const std::vector<Linear>& parts) {
+    std::vector<at::Tensor> weights, biases;
+    int64_t offset = 0;
+    for (const auto& part : parts) {
+        sites_.push_back(part.site());
+        offsets_.push_back(offset);
+        offset += part.weight().size(0);
+        weights.push_back(part.weight());
+        if (part.bias().defined()) biases.push_back(part.bias());
+    }
+    weight_ = at::cat(weights, 0).contiguous();
+    if (!biases.empty()) {
+        TORCH_CHECK(biases.size() == parts.size(), "FusedLinear: either all parts have a bias or none");
+        bias_ = at::cat(biases, 0).contiguous();
+    }
+}
+
+at::Tensor FusedLinear::forward(const at::Tensor& x, const LoraHook* lora) const {
+    at::Tensor y = bias_.defined() ? at::linear(x, weight_, bias_) : at::matmul(x, weight_.t());
+    if (lora)
+        for (size_t i = 0; i < sites_.size(); ++i)
+            lora->add_delta(sites_[i], x, y.narrow(-1, offsets_[i], sites_[i].out_features));
+    return y;
+}
+
+}  // namespace lorascope::models

@@ -1,0 +1,111 @@
+#include "models/model.h"
+
+#include <algorithm>
+
+#include "lorascope/error.h"
+#include "models/causal_lm.h"
+#include "models/seq2seq_lm.h"
+
+namespace lorascope::models {
+
+TokenBatch TokenBatch::from_rows(const std::vector<std::vector<int64_t>>& rows, int64_t pad_id, const at::Device& device) {
+    TokenBatch batch;
+    size_t width = 0;
+    for (const auto& r : rows) width = std::max(width, r.size());
+    std::vector<int64_t> flat(rows.size() * width, pad_id);
+    for (size_t i = 0; i < rows.size(); ++i) {
+        std::copy(rows[i].begin(), rows[i].end(), flat.begin() + static_cast<std::ptrdiff_t>(i * width));
+        batch.lengths.push_back(static_cast<int64_t>(rows[i].size()));
+    }
+    batch.ids = at::tensor(flat, at::TensorOptions().dtype(at::kLong))
+                    .view({static_cast<int64_t>(rows.size()), static_cast<int64_t>(width)})
+                    .to(device);
+    return batch;
+}
+
+TokenBatch TokenBatch::single_tokens(const at::Tensor& tokens) {
+    TokenBatch batch;
+    batch.ids = tokens.to(at::kLong).view({-1, 1});
+    batch.lengths.assign(static_cast<size_t>(batch.ids.size(0)), 1);
+    return batch;
+}
+
+void DecodeState::filter(const std::vector<int64_t>& rows) {
+    self_cache.filter(rows);
+    if (encoder.rows() > 0) encoder.filter(rows);
+}
+
+void DecodeState::concatenate(const DecodeState& other) {
+    self_cache.concatenate(other.self_cache);
+    encoder.concatenate(other.encoder);
+}
+
+at::Tensor gather_positions(const at::Tensor& h, const std::vector<int64_t>& index) {
+    at::Tensor idx = at::tensor(index, at::TensorOptions().dtype(at::kLong)).to(h.device());
+    return h.gather(1, idx.view({-1, 1, 1}).expand({h.size(0), 1, h.size(2)})).squeeze(1);
+}
+
+int64_t Model::decoder_start_token_id() const {
+    if (generation_.decoder_start_token_id) return *generation_.decoder_start_token_id;
+    switch (config_.family) {
+        case Family::T5: return config_.t5().decoder_start_token_id;
+        case Family::Bart: return config_.bart().decoder_start_token_id;
+        case Family::Bloom: break;
+    }
+    return config_.bloom().bos_token_id;
+}
+
+int64_t Model::pad_token_id() const {
+    if (generation_.pad_token_id) return *generation_.pad_token_id;
+    switch (config_.family) {
+        case Family::T5: return config_.t5().pad_token_id;
+        case Family::Bart: return config_.bart().pad_token_id;
+        case Family::Bloom: break;
+    }
+    return config_.bloom().pad_token_id.value_or(config_.bloom().eos_token_id);
+}
+
+std::vector<int64_t> Model::eos_token_ids() const {
+    if (!generation_.eos_token_ids.empty()) return generation_.eos_token_ids;
+    switch (config_.family) {
+        case Family::T5: return {config_.t5().eos_token_id};
+        case Family::Bart: return {config_.bart().eos_token_id};
+        case Family::Bloom: break;
+    }
+    return {config_.bloom().eos_token_id};
+}
+
+std::pair<DecodeState, at::Tensor> Model::prefill(const TokenBatch& prompts, const LoraHook* lora) const {
+    DecodeState state = start(prompts, lora);
+    if (is_encoder_decoder()) {
+        at::Tensor starts = at::full({prompts.rows()}, decoder_start_token_id(), at::TensorOptions().dtype(at::kLong));
+        at::Tensor logits = forward(state, TokenBatch::single_tokens(starts), LogitsAt::LastValid, lora);
+        return {std::move(state), logits};
+    }
+    state.self_cache.reserve(prompts.ids.size(1));
+    at::Tensor logits = forward(state, prompts, LogitsAt::LastValid, lora);
+    return {std::move(state), logits};
+}
+
+at::Tensor Model::decode_step(DecodeState& state, const at::Tensor& tokens, const LoraHook* lora) const {
+    return forward(state, TokenBatch::single_tokens(tokens), LogitsAt::LastValid, lora);
+}
+
+std::unique_ptr<Model> load_model(const std::string& dir, const LoadOptions& options) {
+    ModelConfig config = load_model_config(dir);
+    GenerationConfig generation = load_generation_config(dir, config);
+    io::WeightLoadOptions weight_options;
+    weight_options.dtype = options.dtype;
+    weight_options.device = options.device;
+    weight_options.allow_pickle = options.allow_pickle;
+    auto store = io::WeightStore::open(dir, config, weight_options);
+    const auto tensor_options = at::TensorOptions().dtype(options.dtype).device(options.device);
+    switch (config.family) {
+        case Family::T5: return Seq2SeqLM::load_t5(config, generation, store, tensor_options);
+        case Family::Bart: return Seq2SeqLM::load_bart(config, generation, store, tensor_options);
+        case Family::Bloom: return CausalLM::load_bloom(config, generation, store, tensor_options);
+    }
+    throw Error(ErrorKind::Unsupported, dir + "/config.json", "unknown model family");
+}
+
+}  // namespace lorascope::models

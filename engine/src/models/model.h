@@ -1,0 +1,100 @@
+// The model interface every family implements, and the per-batch state it reads and grows.
+// Models are immutable after loading: all per-request data lives in DecodeState, so one model can
+// serve many batches, and the batch layer can filter/concatenate/reorder states freely.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lorascope/config.h"
+#include "models/kv_cache.h"
+#include "models/linear.h"
+
+namespace lorascope::models {
+
+struct LoadOptions {
+    at::ScalarType dtype = at::kFloat;
+    at::Device device = at::kCPU;
+    bool allow_pickle = false;
+};
+
+// Token ids of several rows, right-padded: row b is valid in [0, lengths[b]).
+struct TokenBatch {
+    at::Tensor ids;                 // [B, T] int64
+    std::vector<int64_t> lengths;
+
+    int64_t rows() const { return static_cast<int64_t>(lengths.size()); }
+    static TokenBatch from_rows(const std::vector<std::vector<int64_t>>& rows, int64_t pad_id,
+                                const at::Device& device = at::kCPU);
+    // One token per row (a decoding step).
+    static TokenBatch single_tokens(const at::Tensor& tokens);
+};
+
+// What a batch keeps between steps: the decoder's self-attention cache and, for seq2seq models,
+// the encoder memory. Rows correspond across both.
+struct DecodeState {
+    KvCache self_cache;
+    EncoderMemory encoder;          // empty for decoder-only models
+
+    int64_t rows() const { return self_cache.rows(); }
+    void filter(const std::vector<int64_t>& rows);       // repeats allowed (beams)
+    void concatenate(const DecodeState& other);
+    int64_t bytes_allocated() const { return self_cache.bytes_allocated() + encoder.bytes_allocated(); }
+};
+
+enum class LogitsAt { LastValid, All };
+
+class Model {
+public:
+    virtual ~Model() = default;
+
+    const ModelConfig& config() const { return config_; }
+    const GenerationConfig& generation_config() const { return generation_; }
+    Family family() const { return config_.family; }
+    bool is_encoder_decoder() const { return config_.is_encoder_decoder(); }
+    int64_t vocab_size() const { return vocab_size_; }
+    at::TensorOptions options() const { return options_; }
+    const std::string& directory() const { return directory_; }
+    // Every adapter-targetable linear, with HF module names (what PEFT's target_modules match).
+    const std::vector<LinearSite>& linear_sites() const { return sites_; }
+
+    int64_t decoder_start_token_id() const;
+    int64_t pad_token_id() const;
+    std::vector<int64_t> eos_token_ids() const;
+
+    // Seq2seq: runs the encoder over the prompts once and keeps each decoder layer's cross K/V.
+    // Decoder-only: an empty cache for prompts.rows() rows (the prompts go through forward()).
+    virtual DecodeState start(const TokenBatch& prompts, const LoraHook* lora = nullptr) const = 0;
+
+    // Feeds decoder tokens [B, T] (row b valid in [0, lengths[b]), appended after its cached tokens),
+    // grows the cache and returns fp32 logits: [B, V] at each row's last valid token, or [B, T, V].
+    virtual at::Tensor forward(DecodeState& state, const TokenBatch& tokens, LogitsAt which,
+                               const LoraHook* lora = nullptr) const = 0;
+
+    // start() and the first forward(): decoder start tokens for seq2seq, the prompts for causal.
+    // Returns the state and the [B, V] logits of the first generated token.
+    std::pair<DecodeState, at::Tensor> prefill(const TokenBatch& prompts, const LoraHook* lora = nullptr) const;
+    // One step: tokens [B] (the last chosen token of each row) -> [B, V] logits.
+    at::Tensor decode_step(DecodeState& state, const at::Tensor& tokens, const LoraHook* lora = nullptr) const;
+
+protected:
+    ModelConfig config_;
+    GenerationConfig generation_;
+    at::TensorOptions options_;
+    std::string directory_;
+    int64_t vocab_size_ = 0;
+    std::vector<LinearSite> sites_;
+};
+
+// h[b, index[b]] for h [B, T, d] -> [B, d].
+at::Tensor gather_positions(const at::Tensor& h, const std::vector<int64_t>& index);
+
+// Reads config.json, generation_config.json and the safetensors weights of a Hugging Face
+// directory. Throws lorascope::Error naming the file (and tensor) on any problem.
+std::unique_ptr<Model> load_model(const std::string& dir, const LoadOptions& options = {});
+
+}  // namespace lorascope::models

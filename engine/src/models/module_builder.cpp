@@ -1,0 +1,59 @@
+#include "models/module_builder.h"
+
+#include <sstream>
+
+#include "lorascope/error.h"
+
+namespace lorascope::models {
+
+namespace {
+
+std::string shape_text(at::IntArrayRef shape) {
+    std::ostringstream out;
+    out << "[";
+    for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+    out << "]";
+    return out.str();
+}
+
+}  // namespace
+
+ModuleBuilder::ModuleBuilder(std::shared_ptr<io::WeightStore> store, std::vector<LinearSite>& sites)
+    : store_(std::move(store)), sites_(sites) {}
+
+std::optional<at::Tensor> ModuleBuilder::optional_tensor(const std::string& name,
+                                                         const std::vector<int64_t>& shape) const {
+    std::optional<at::Tensor> t = store_->get_optional(name);
+    if (t && t->sizes() != at::IntArrayRef(shape))
+        throw Error(ErrorKind::Format, store_->directory(),
+                    "tensor '" + name + "' has shape " + shape_text(t->sizes()) + ", config.json implies " +
+                        shape_text(shape));
+    return t;
+}
+
+at::Tensor ModuleBuilder::tensor(const std::string& name, const std::vector<int64_t>& shape) const {
+    std::optional<at::Tensor> t = optional_tensor(name, shape);
+    if (!t) return store_->get(name);  // throws NotFound with the checkpoint's own wording
+    return *t;
+}
+
+Linear ModuleBuilder::linear(const std::string& module, int64_t in, int64_t out, bool bias) {
+    LinearSite site;
+    site.name = module;
+    site.id = static_cast<int>(sites_.size());
+    at::Tensor w = tensor(module + ".weight", {out, in});
+    at::Tensor b = bias ? tensor(module + ".bias", {out}) : at::Tensor();
+    Linear layer(site, w, b);
+    sites_.push_back(layer.site());
+    return layer;
+}
+
+Norm ModuleBuilder::layer_norm(const std::string& module, int64_t width, double eps) const {
+    return Norm(Norm::Kind::Layer, tensor(module + ".weight", {width}), tensor(module + ".bias", {width}), eps);
+}
+
+Norm ModuleBuilder::rms_norm(const std::string& module, int64_t width, double eps) const {
+    return Norm(Norm::Kind::Rms, tensor(module + ".weight", {width}), at::Tensor(), eps);
+}
+
+}  // namespace lorascope::models

@@ -1,0 +1,245 @@
+#include "models/seq2seq_lm.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "lorascope/error.h"
+#include "models/module_builder.h"
+#include "models/position_bias.h"
+
+namespace lorascope::models {
+
+namespace {
+
+std::string layer_path(const std::string& stack, int64_t i) { return stack + "." + std::to_string(i); }
+
+FeedForward t5_ffn(ModuleBuilder& b, const std::string& p, const T5Config& c) {
+    const Activation act = parse_activation(c.dense_act_fn, b.store().directory() + "/config.json");
+    if (c.is_gated_act)
+        return FeedForward(b.linear(p + ".wi_0", c.d_model, c.d_ff, false), b.linear(p + ".wi_1", c.d_model, c.d_ff, false),
+                           b.linear(p + ".wo", c.d_ff, c.d_model, false), act);
+    return FeedForward(b.linear(p + ".wi", c.d_model, c.d_ff, false), b.linear(p + ".wo", c.d_ff, c.d_model, false), act);
+}
+
+SelfAttention fused_self_attention(ModuleBuilder& b, const std::string& p, AttentionShape shape, int64_t d,
+                                   const char* q, const char* k, const char* v, const char* o, bool bias) {
+    const int64_t inner = shape.heads * shape.head_dim;
+    FusedLinear qkv({b.linear(p + "." + q, d, inner, bias), b.linear(p + "." + k, d, inner, bias),
+                     b.linear(p + "." + v, d, inner, bias)});
+    return SelfAttention(shape, std::move(qkv), b.linear(p + "." + o, inner, d, bias));
+}
+
+CrossAttention cross_attention(ModuleBuilder& b, const std::string& p, AttentionShape shape, int64_t d,
+                               const char* q, const char* k, const char* v, const char* o, bool bias) {
+    const int64_t inner = shape.heads * shape.head_dim;
+    return CrossAttention(shape, b.linear(p + "." + q, d, inner, bias), b.linear(p + "." + k, d, inner, bias),
+                          b.linear(p + "." + v, d, inner, bias), b.linear(p + "." + o, inner, d, bias));
+}
+
+}  // namespace
+
+std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_t5(const ModelConfig& config, const GenerationConfig& generation,
+                                              std::shared_ptr<io::WeightStore> store, at::TensorOptions options) {
+    const T5Config& c = config.t5();
+    std::unique_ptr<Seq2SeqLM> m(new Seq2SeqLM());
+    m->config_ = config;
+    m->generation_ = generation;
+    m->options_ = options;
+    m->directory_ = store->directory();
+    m->vocab_size_ = c.vocab_size;
+    m->t5_ = true;
+    m->d_model_ = c.d_model;
+    m->heads_ = c.num_heads;
+    m->head_dim_ = c.d_kv;
+    m->buckets_ = c.relative_attention_num_buckets;
+    m->max_distance_ = c.relative_attention_max_distance;
+    ModuleBuilder b(store, m->sites_);
+    m->shared_ = b.tensor("shared.weight", {c.vocab_size, c.d_model});
+    const AttentionShape shape{c.num_heads, c.d_kv, 1.0, 1.0};
+    const double eps = c.layer_norm_epsilon;
+    m->encoder_relative_bias_ = b.tensor("encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+                                         {m->buckets_, c.num_heads});
+    m->decoder_relative_bias_ = b.tensor("decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+                                         {m->buckets_, c.num_heads});
+    for (int64_t i = 0; i < c.num_layers; ++i) {
+        const std::string p = layer_path("encoder.block", i);
+        TransformerBlock blk;
+        blk.placement = NormPlacement::Pre;
+        blk.self_norm = b.rms_norm(p + ".layer.0.layer_norm", c.d_model, eps);
+        blk.self_attn = fused_self_attention(b, p + ".layer.0.SelfAttention", shape, c.d_model, "q", "k", "v", "o", false);
+        blk.ffn_norm = b.rms_norm(p + ".layer.1.layer_norm", c.d_model, eps);
+        blk.ffn = t5_ffn(b, p + ".layer.1.DenseReluDense", c);
+        m->encoder_.push_back(std::move(blk));
+    }
+    m->encoder_final_norm_ = b.rms_norm("encoder.final_layer_norm", c.d_model, eps);
+    for (int64_t i = 0; i < c.num_decoder_layers; ++i) {
+        const std::string p = layer_path("decoder.block", i);
+        TransformerBlock blk;
+        blk.placement = NormPlacement::Pre;
+        blk.self_norm = b.rms_norm(p + ".layer.0.layer_norm", c.d_model, eps);
+        blk.self_attn = fused_self_attention(b, p + ".layer.0.SelfAttention", shape, c.d_model, "q", "k", "v", "o", false);
+        blk.has_cross = true;
+        blk.cross_norm = b.rms_norm(p + ".layer.1.layer_norm", c.d_model, eps);
+        blk.cross_attn = cross_attention(b, p + ".layer.1.EncDecAttention", shape, c.d_model, "q", "k", "v", "o", false);
+        blk.ffn_norm = b.rms_norm(p + ".layer.2.layer_norm", c.d_model, eps);
+        blk.ffn = t5_ffn(b, p + ".layer.2.DenseReluDense", c);
+        m->decoder_.push_back(std::move(blk));
+    }
+    m->decoder_final_norm_ = b.rms_norm("decoder.final_layer_norm", c.d_model, eps);
+    m->lm_head_ = b.linear("lm_head", c.d_model, c.vocab_size, false);
+    const bool scale = c.scale_decoder_outputs.value_or(c.tie_word_embeddings);
+    m->output_scale_ = scale ? std::pow(static_cast<double>(c.d_model), -0.5) : 1.0;
+    return m;
+}
+
+std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_bart(const ModelConfig& config, const GenerationConfig& generation,
+                                                std::shared_ptr<io::WeightStore> store, at::TensorOptions options) {
+    const BartConfig& c = config.bart();
+    std::unique_ptr<Seq2SeqLM> m(new Seq2SeqLM());
+    m->config_ = config;
+    m->generation_ = generation;
+    m->options_ = options;
+    m->directory_ = store->directory();
+    m->vocab_size_ = c.vocab_size;
+    m->t5_ = false;
+    m->d_model_ = c.d_model;
+    const std::string where = store->directory() + "/config.json";
+    if (c.encoder_attention_heads != c.decoder_attention_heads)
+        throw Error(ErrorKind::Unsupported, where, "encoder and decoder head counts differ");
+    if (c.d_model % c.encoder_attention_heads != 0)
+        throw Error(ErrorKind::Format, where, "d_model is not a multiple of the attention head count");
+    m->heads_ = c.encoder_attention_heads;
+    m->head_dim_ = c.d_model / m->heads_;
+    m->embed_scale_ = c.scale_embedding ? std::sqrt(static_cast<double>(c.d_model)) : 1.0;
+    const Activation act = parse_activation(c.activation_function, where);
+    ModuleBuilder b(store, m->sites_);
+    m->shared_ = b.tensor("model.shared.weight", {c.vocab_size, c.d_model});
+    m->encoder_positions_ = b.tensor("model.encoder.embed_positions.weight", {c.max_position_embeddings + 2, c.d_model});
+    m->decoder_positions_ = b.tensor("model.decoder.embed_positions.weight", {c.max_position_embeddings + 2, c.d_model});
+    m->encoder_embed_norm_ = b.layer_norm("model.encoder.layernorm_embedding", c.d_model, 1e-5);
+    m->decoder_embed_norm_ = b.layer_norm("model.decoder.layernorm_embedding", c.d_model, 1e-5);
+    const AttentionShape shape{m->heads_, m->head_dim_, 1.0, std::pow(static_cast<double>(m->head_dim_), -0.5)};
+    for (int64_t i = 0; i < c.encoder_layers; ++i) {
+        const std::string p = layer_path("model.encoder.layers", i);
+        TransformerBlock blk;
+        blk.placement = NormPlacement::Post;
+        blk.self_attn = fused_self_attention(b, p + ".self_attn", shape, c.d_model, "q_proj", "k_proj", "v_proj", "out_proj", true);
+        blk.self_norm = b.layer_norm(p + ".self_attn_layer_norm", c.d_model, 1e-5);
+        blk.ffn = FeedForward(b.linear(p + ".fc1", c.d_model, c.encoder_ffn_dim, true),
+                              b.linear(p + ".fc2", c.encoder_ffn_dim, c.d_model, true), act);
+        blk.ffn_norm = b.layer_norm(p + ".final_layer_norm", c.d_model, 1e-5);
+        m->encoder_.push_back(std::move(blk));
+    }
+    for (int64_t i = 0; i < c.decoder_layers; ++i) {
+        const std::string p = layer_path("model.decoder.layers", i);
+        TransformerBlock blk;
+        blk.placement = NormPlacement::Post;
+        blk.self_attn = fused_self_attention(b, p + ".self_attn", shape, c.d_model, "q_proj", "k_proj", "v_proj", "out_proj", true);
+        blk.self_norm = b.layer_norm(p + ".self_attn_layer_norm", c.d_model, 1e-5);
+        blk.has_cross = true;
+        blk.cross_attn = cross_attention(b, p + ".encoder_attn", shape, c.d_model, "q_proj", "k_proj", "v_proj", "out_proj", true);
+        blk.cross_norm = b.layer_norm(p + ".encoder_attn_layer_norm", c.d_model, 1e-5);
+        blk.ffn = FeedForward(b.linear(p + ".fc1", c.d_model, c.decoder_ffn_dim, true),
+                              b.linear(p + ".fc2", c.decoder_ffn_dim, c.d_model, true), act);
+        blk.ffn_norm = b.layer_norm(p + ".final_layer_norm", c.d_model, 1e-5);
+        m->decoder_.push_back(std::move(blk));
+    }
+    m->lm_head_ = b.linear("lm_head", c.d_model, c.vocab_size, false);
+    if (auto bias = b.optional_tensor("final_logits_bias", {1, c.vocab_size})) m->final_logits_bias_ = bias->view({-1});
+    return m;
+}
+
+at::Tensor Seq2SeqLM::embed(const at::Tensor& ids, const at::Tensor& positions, bool decoder) const {
+    at::Tensor h = at::embedding(shared_, ids);
+    if (t5_) return h;
+    if (embed_scale_ != 1.0) h = h * embed_scale_;
+    // BART's learned positions start at offset 2 (fairseq's padding_idx + 1).
+    h = h + at::embedding(decoder ? decoder_positions_ : encoder_positions_, positions + 2);
+    return (decoder ? decoder_embed_norm_ : encoder_embed_norm_).forward(h);
+}
+
+// Bucketed relative positions [..., T, L] -> bias [..., H, T, L] (batch dims kept in front).
+at::Tensor Seq2SeqLM::t5_bias(const at::Tensor& relative, bool decoder) const {
+    at::Tensor buckets = t5_relative_buckets(relative, /*bidirectional=*/!decoder, buckets_, max_distance_);
+    at::Tensor values = at::embedding(decoder ? decoder_relative_bias_ : encoder_relative_bias_, buckets);
+    return values.permute({0, 3, 1, 2});  // [B, T, L, H] -> [B, H, T, L]
+}
+
+DecodeState Seq2SeqLM::start(const TokenBatch& prompts, const LoraHook* lora) const {
+    const int64_t B = prompts.rows(), S = prompts.ids.size(1);
+    for (int64_t n : prompts.lengths)
+        if (n < 1 || n > S) throw Error(ErrorKind::InvalidArgument, "every encoder input needs 1.." + std::to_string(S) + " tokens");
+    if (!t5_ && S > encoder_positions_.size(0) - 2)
+        throw Error(ErrorKind::InvalidArgument, directory_,
+                    "input of " + std::to_string(S) + " tokens exceeds max_position_embeddings " +
+                        std::to_string(encoder_positions_.size(0) - 2));
+    const at::Tensor ids = prompts.ids.to(options_.device());
+    const auto long_opts = at::TensorOptions().dtype(at::kLong).device(options_.device());
+    at::Tensor positions = at::arange(S, long_opts).unsqueeze(0).expand({B, S});
+    at::Tensor h = embed(ids, positions, /*decoder=*/false);
+    at::Tensor bias = padding_mask(prompts.lengths, S, options_);
+    if (t5_) {
+        at::Tensor slots = at::arange(S, long_opts);
+        at::Tensor relative = (slots.unsqueeze(0) - slots.unsqueeze(1)).unsqueeze(0);  // [1, S(q), S(k)]
+        at::Tensor position = t5_bias(relative, /*decoder=*/false);                      // [1, H, S, S]
+        bias = bias.defined() ? position + bias : position;
+    }
+    for (const auto& blk : encoder_) h = blk.forward(h, bias, nullptr, 0, nullptr, lora);
+    if (t5_) h = encoder_final_norm_.forward(h);
+
+    std::vector<at::Tensor> keys, values;
+    for (const auto& blk : decoder_) {
+        auto kv = blk.cross_attn.project_memory(h, lora);
+        keys.push_back(std::move(kv.first));
+        values.push_back(std::move(kv.second));
+    }
+    DecodeState state;
+    state.self_cache = KvCache(CacheShape{static_cast<int64_t>(decoder_.size()), heads_, head_dim_}, B, options_);
+    state.encoder = EncoderMemory(std::move(keys), std::move(values), prompts.lengths);
+    return state;
+}
+
+at::Tensor Seq2SeqLM::forward(DecodeState& state, const TokenBatch& tokens, LogitsAt which, const LoraHook* lora) const {
+    const int64_t B = tokens.rows(), T = tokens.ids.size(1);
+    TORCH_CHECK(B == state.rows(), "Seq2SeqLM::forward: ", B, " token rows for a state of ", state.rows());
+    const std::vector<int64_t> past = state.self_cache.lengths();
+    const int64_t L = state.self_cache.max_length() + T;
+    const bool equal = state.self_cache.uniform();
+    if (!t5_) {
+        const int64_t limit = decoder_positions_.size(0) - 2;
+        if (L > limit)
+            throw Error(ErrorKind::InvalidArgument, directory_,
+                        "decoder length " + std::to_string(L) + " exceeds max_position_embeddings " + std::to_string(limit));
+    }
+    const at::Tensor ids = tokens.ids.to(options_.device());
+    at::Tensor positions = query_positions(past, T, options_.device());  // [B, T]
+    at::Tensor h = embed(ids, positions, /*decoder=*/true);
+    at::Tensor bias = causal_mask(past, T, L, options_);
+    if (t5_) {
+        // Rows of equal length share one bias; otherwise each row has its own query positions.
+        const auto long_opts = at::TensorOptions().dtype(at::kLong).device(options_.device());
+        at::Tensor q = equal ? positions.narrow(0, 0, 1) : positions;                  // [B', T]
+        at::Tensor relative = at::arange(L, long_opts).view({1, 1, L}) - q.unsqueeze(2);  // [B', T, L]
+        at::Tensor position = t5_bias(relative, /*decoder=*/true);
+        bias = bias.defined() ? position + bias : position;
+    }
+    for (size_t l = 0; l < decoder_.size(); ++l)
+        h = decoder_[l].forward(h, bias, &state.self_cache, static_cast<int64_t>(l), &state.encoder, lora);
+    state.self_cache.advance(tokens.lengths);
+
+    if (which == LogitsAt::LastValid) {
+        std::vector<int64_t> last;
+        for (int64_t n : tokens.lengths) last.push_back(n - 1);
+        h = T == 1 ? h.select(1, 0) : gather_positions(h, last);
+    }
+    if (t5_) {
+        h = decoder_final_norm_.forward(h);
+        if (output_scale_ != 1.0) h = h * output_scale_;
+    }
+    at::Tensor logits = lm_head_.forward(h.dim() == 2 ? h.unsqueeze(1) : h, lora);
+    if (final_logits_bias_.defined()) logits.add_(final_logits_bias_);
+    if (h.dim() == 2) logits = logits.squeeze(1);
+    return logits.scalar_type() == at::kFloat ? logits : logits.to(at::kFloat);
+}
+
+}  // namespace lorascope::models

@@ -1,0 +1,47 @@
+// Encoder-decoder language models: T5 (relative position buckets, RMS pre-norm) and BART (learned
+// positions, post-LN) as one structure that differs only in how positions and norms enter.
+#pragma once
+
+#include <memory>
+
+#include "io/weights_torch.h"
+#include "models/model.h"
+#include "models/transformer_block.h"
+
+namespace lorascope::models {
+
+class Seq2SeqLM : public Model {
+public:
+    static std::unique_ptr<Seq2SeqLM> load_t5(const ModelConfig& config, const GenerationConfig& generation,
+                                              std::shared_ptr<io::WeightStore> store, at::TensorOptions options);
+    static std::unique_ptr<Seq2SeqLM> load_bart(const ModelConfig& config, const GenerationConfig& generation,
+                                                std::shared_ptr<io::WeightStore> store, at::TensorOptions options);
+
+    DecodeState start(const TokenBatch& prompts, const LoraHook* lora = nullptr) const override;
+    at::Tensor forward(DecodeState& state, const TokenBatch& tokens, LogitsAt which,
+                       const LoraHook* lora = nullptr) const override;
+
+private:
+    Seq2SeqLM() = default;
+    at::Tensor embed(const at::Tensor& ids, const at::Tensor& positions, bool decoder) const;
+    at::Tensor t5_bias(const at::Tensor& relative, bool decoder) const;
+
+    bool t5_ = false;
+    int64_t d_model_ = 0;
+    int64_t heads_ = 0, head_dim_ = 0;
+    at::Tensor shared_;                 // [V, d]
+    double embed_scale_ = 1.0;          // BART scale_embedding
+    // BART: learned positions (offset 2) and a LayerNorm right after the embeddings.
+    at::Tensor encoder_positions_, decoder_positions_;
+    Norm encoder_embed_norm_, decoder_embed_norm_;
+    // T5: bucket tables [buckets, H] of the first layer of each stack, shared by all layers.
+    at::Tensor encoder_relative_bias_, decoder_relative_bias_;
+    int64_t buckets_ = 32, max_distance_ = 128;
+    std::vector<TransformerBlock> encoder_, decoder_;
+    Norm encoder_final_norm_, decoder_final_norm_;  // T5 only
+    double output_scale_ = 1.0;                      // T5 tied: d_model ** -0.5
+    Linear lm_head_;
+    at::Tensor final_logits_bias_;                   // BART, [V] or undefined
+};
+
+}  // namespace lorascope::models

@@ -1,0 +1,36 @@
+// One transformer layer in the three arrangements the families use, so that T5, BART and BLOOM
+// share a single implementation of "attend, (cross-attend), feed forward, with residuals".
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include "models/attention.h"
+#include "models/layers.h"
+
+namespace lorascope::models {
+
+class KvCache;
+class EncoderMemory;
+
+enum class NormPlacement {
+    Pre,                  // x + f(norm(x))                      T5, BLOOM
+    PreResidualFromNorm,  // norm(x) + f(norm(x))                 BLOOM apply_residual_connection_post_layernorm
+    Post,                 // norm(x + f(x))                       BART
+};
+
+struct TransformerBlock {
+    NormPlacement placement = NormPlacement::Pre;
+    Norm self_norm;
+    SelfAttention self_attn;
+    bool has_cross = false;
+    Norm cross_norm;
+    CrossAttention cross_attn;
+    Norm ffn_norm;
+    FeedForward ffn;
+
+    // h [B, T, d]. `memory` (decoder blocks of seq2seq models) supplies layer `layer`'s cross K/V.
+    at::Tensor forward(const at::Tensor& h, const at::Tensor& self_bias, KvCache* cache, int64_t layer,
+                       const EncoderMemory* memory, const LoraHook* lora) const;
+};
+
+}  // namespace lorascope::models
