@@ -7,13 +7,15 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
-#include <new>
 #include <string>
 #include <vector>
+
+#define LORASCOPE_SPM_EXPORT extern "C" __attribute__((visibility("default")))
 
 struct lorascope_spm {
     sentencepiece::SentencePieceProcessor processor;
     std::vector<std::string> pieces;  // stable storage for id_to_piece
+    std::string serialized;
 };
 
 namespace {
@@ -23,15 +25,15 @@ void write_error(char* err, size_t err_size, const std::string& message) {
     std::memcpy(err, message.data(), n);
     err[n] = '\0';
 }
+bool valid(const lorascope_spm* model, int id) { return id >= 0 && static_cast<size_t>(id) < model->pieces.size(); }
 }  // namespace
 
-extern "C" {
+LORASCOPE_SPM_EXPORT int lorascope_spm_abi_version(void) { return LORASCOPE_SPM_ABI_VERSION; }
 
-__attribute__((visibility("default"))) int lorascope_spm_abi_version(void) { return LORASCOPE_SPM_ABI_VERSION; }
-
-__attribute__((visibility("default"))) lorascope_spm* lorascope_spm_load(const char* model_path, char* err, size_t err_size) {
+LORASCOPE_SPM_EXPORT lorascope_spm* lorascope_spm_load(const char* model_path, char* err, size_t err_size) {
+    lorascope_spm* model = nullptr;
     try {
-        auto* model = new lorascope_spm;
+        model = new lorascope_spm;
         const auto status = model->processor.Load(model_path);
         if (!status.ok()) {
             write_error(err, err_size, status.ToString());
@@ -41,47 +43,30 @@ __attribute__((visibility("default"))) lorascope_spm* lorascope_spm_load(const c
         const int n = model->processor.GetPieceSize();
         model->pieces.reserve(static_cast<size_t>(n));
         for (int i = 0; i < n; ++i) model->pieces.push_back(model->processor.IdToPiece(i));
+        model->serialized = model->processor.serialized_model_proto();
         return model;
     } catch (const std::exception& e) {
         write_error(err, err_size, e.what());
+        delete model;
         return nullptr;
     }
 }
 
-__attribute__((visibility("default"))) void lorascope_spm_free(lorascope_spm* model) { delete model; }
+LORASCOPE_SPM_EXPORT void lorascope_spm_free(lorascope_spm* model) { delete model; }
 
-__attribute__((visibility("default"))) int lorascope_spm_piece_size(const lorascope_spm* model) {
-    return static_cast<int>(model->pieces.size());
+LORASCOPE_SPM_EXPORT int lorascope_spm_piece_size(const lorascope_spm* model) { return static_cast<int>(model->pieces.size()); }
+
+LORASCOPE_SPM_EXPORT const char* lorascope_spm_id_to_piece(const lorascope_spm* model, int id) {
+    return valid(model, id) ? model->pieces[static_cast<size_t>(id)].c_str() : "";
 }
 
-__attribute__((visibility("default"))) long lorascope_spm_encode(const lorascope_spm* model, const char* text, size_t text_size,
-                                                                int* out, size_t capacity) {
-    try {
-        std::vector<int> ids;
-        const auto status = model->processor.Encode(std::string(text, text_size), &ids);
-        if (!status.ok()) return -1;
-        for (size_t i = 0; i < ids.size() && i < capacity; ++i) out[i] = ids[i];
-        return static_cast<long>(ids.size());
-    } catch (const std::exception&) {
-        return -1;
-    }
+LORASCOPE_SPM_EXPORT float lorascope_spm_score(const lorascope_spm* model, int id) {
+    return valid(model, id) ? model->processor.GetScore(id) : 0.0f;
 }
 
-__attribute__((visibility("default"))) const char* lorascope_spm_id_to_piece(const lorascope_spm* model, int id) {
-    if (id < 0 || static_cast<size_t>(id) >= model->pieces.size()) return "";
-    return model->pieces[static_cast<size_t>(id)].c_str();
+LORASCOPE_SPM_EXPORT int lorascope_spm_unk_id(const lorascope_spm* model) { return model->processor.unk_id(); }
+
+LORASCOPE_SPM_EXPORT const char* lorascope_spm_serialized_model(const lorascope_spm* model, size_t* size) {
+    *size = model->serialized.size();
+    return model->serialized.data();
 }
-
-__attribute__((visibility("default"))) int lorascope_spm_piece_type(const lorascope_spm* model, int id) {
-    if (id < 0 || static_cast<size_t>(id) >= model->pieces.size()) return 0;
-    const auto& p = model->processor;
-    if (p.IsControl(id)) return 1;
-    if (p.IsUnknown(id)) return 2;
-    if (p.IsUnused(id)) return 3;
-    if (p.IsByte(id)) return 4;
-    return 0;
-}
-
-__attribute__((visibility("default"))) int lorascope_spm_unk_id(const lorascope_spm* model) { return model->processor.unk_id(); }
-
-}  // extern "C"

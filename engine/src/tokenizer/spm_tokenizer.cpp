@@ -1,6 +1,7 @@
 #include "tokenizer/spm_tokenizer.h"
 
 #include "lorascope/error.h"
+#include "tokenizer/spm_model_file.h"
 
 namespace lorascope::tokenizer {
 
@@ -8,110 +9,124 @@ namespace {
 
 const std::string kMetaspace = "\xE2\x96\x81";  // U+2581, SentencePiece's word boundary
 
-// tokenizer.json components that the SentencePiece model reproduces; anything else would make
-// Hugging Face's pipeline differ from ours, so it is refused rather than silently ignored.
-void check_components(const nlohmann::json& json, const std::string& path) {
-    const std::string model = json.at("model").value("type", "Unigram");  // older files omit it
-    if (model != "Unigram") throw Error(ErrorKind::Unsupported, path, "model of type '" + model + "' next to spiece.model is not supported");
-    if (json.contains("normalizer") && !json["normalizer"].is_null()) {
-        const std::string type = json["normalizer"].value("type", "");
-        if (type != "Precompiled")
-            throw Error(ErrorKind::Unsupported, path, "normalizer of type '" + type + "' is not supported with spiece.model");
-    }
-    if (json.contains("pre_tokenizer") && !json["pre_tokenizer"].is_null()) {
-        const auto& pre = json["pre_tokenizer"];
-        std::vector<std::string> types;
-        if (pre.value("type", "") == "Sequence")
-            for (const auto& p : pre.at("pretokenizers")) types.push_back(p.value("type", ""));
-        else
-            types.push_back(pre.value("type", ""));
-        for (const std::string& type : types)
-            if (type != "WhitespaceSplit" && type != "Metaspace")
-                throw Error(ErrorKind::Unsupported, path, "pre_tokenizer of type '" + type + "' is not supported with spiece.model");
-    }
+AddedToken added_token_from_json(const nlohmann::json& t) {
+    AddedToken token;
+    token.id = t.at("id").get<int64_t>();
+    token.content = t.at("content").get<std::string>();
+    token.special = t.value("special", false);
+    token.lstrip = t.value("lstrip", false);
+    token.rstrip = t.value("rstrip", false);
+    token.single_word = t.value("single_word", false);
+    token.normalized = t.value("normalized", false);
+    return token;
 }
 
 }  // namespace
 
-SpmTokenizer::SpmTokenizer(std::unique_ptr<SpmProcessor> processor) : processor_(std::move(processor)) {
-    piece_ids_.reserve(static_cast<size_t>(processor_->piece_size()));
-    for (int i = 0; i < processor_->piece_size(); ++i) piece_ids_.emplace(processor_->piece(i), i);
-}
-
 std::unique_ptr<SpmTokenizer> SpmTokenizer::load(const std::string& dir, const nlohmann::json* tokenizer_json,
                                                  HfTokenizerConfig config) {
     const std::string model_path = dir + "/spiece.model";
-    std::unique_ptr<SpmTokenizer> tok(new SpmTokenizer(std::make_unique<SpmProcessor>(model_path)));
+    SpmModelFile file = SpmModelFile::load(model_path);
+    if (file.model_type != 1)
+        throw Error(ErrorKind::Unsupported, model_path, "only Unigram SentencePiece models are supported (this one is type " +
+                                                            std::to_string(file.model_type) + ")");
     if (config.family == TokenizerFamily::Unknown) config.family = TokenizerFamily::T5;
     apply_family_defaults(config);
+    std::vector<std::pair<std::string, double>> pieces = file.pieces;
+    const int64_t piece_count = static_cast<int64_t>(pieces.size());
 
+    std::unique_ptr<SpmTokenizer> tok;
     if (tokenizer_json) {
         const std::string path = dir + "/tokenizer.json";
         try {
-            check_components(*tokenizer_json, path);
-            const auto& decoder = tokenizer_json->contains("decoder") ? (*tokenizer_json)["decoder"] : nlohmann::json();
-            if (!decoder.is_object() || decoder.value("type", "") != "Metaspace" ||
-                decoder.value("replacement", kMetaspace) != kMetaspace)
-                throw Error(ErrorKind::Unsupported, path, "decoder other than Metaspace('\u2581') is not supported with spiece.model");
-            tok->strip_first_space_ = decoder.value("prepend_scheme", std::string("always")) != "never" &&
-                                      decoder.value("add_prefix_space", true);
-            tok->post_ = PostProcessor::from_json(
-                tokenizer_json->contains("post_processor") ? (*tokenizer_json)["post_processor"] : nlohmann::json(), path);
-            for (const auto& t : tokenizer_json->value("added_tokens", nlohmann::json::array())) {
-                AddedToken token;
-                token.id = t.at("id").get<int64_t>();
-                token.content = t.at("content").get<std::string>();
-                token.special = t.value("special", false);
-                token.lstrip = t.value("lstrip", false);
-                token.rstrip = t.value("rstrip", false);
-                token.single_word = t.value("single_word", false);
-                token.normalized = t.value("normalized", false);
-                tok->added_.add(token);
+            const nlohmann::json& json = *tokenizer_json;
+            const auto& model = json.at("model");
+            if (model.value("type", "Unigram") != "Unigram")
+                throw Error(ErrorKind::Unsupported, path, "model of type '" + model.value("type", "") + "' next to spiece.model is not supported");
+            if (model.value("byte_fallback", false))
+                throw Error(ErrorKind::Unsupported, path, "Unigram with byte_fallback is not supported");
+            // The file's vocabulary must be spiece.model's; entries past it (T5's <extra_id_N>) join the model.
+            const auto& vocab = model.at("vocab");
+            for (size_t id = 0; id < vocab.size(); ++id) {
+                const std::string piece = vocab[id].at(0).get<std::string>();
+                if (static_cast<int64_t>(id) < piece_count) {
+                    if (piece != pieces[id].first)
+                        throw Error(ErrorKind::Format, path, "vocabulary entry " + std::to_string(id) + " ('" + piece +
+                                                                 "') differs from spiece.model's ('" + pieces[id].first + "')");
+                } else {
+                    pieces.emplace_back(piece, vocab[id].at(1).get<double>());
+                }
             }
+            auto pipeline = MetaspacePipeline::from_json(json.contains("normalizer") ? json["normalizer"] : nlohmann::json(),
+                                                         json.contains("pre_tokenizer") ? json["pre_tokenizer"] : nlohmann::json(), path);
+            const int64_t unk = model.contains("unk_id") && model["unk_id"].is_number_integer() ? model["unk_id"].get<int64_t>() : file.unk_id;
+            tok.reset(new SpmTokenizer(std::make_unique<UnigramModel>(std::move(pieces), unk), std::move(pipeline)));
+
+            const auto& decoder = json.contains("decoder") ? json["decoder"] : nlohmann::json();
+            if (!decoder.is_object() || decoder.value("type", "") != "Metaspace" || decoder.value("replacement", kMetaspace) != kMetaspace)
+                throw Error(ErrorKind::Unsupported, path, "decoder other than Metaspace(U+2581) is not supported with spiece.model");
+            tok->strip_first_space_ = decoder.contains("prepend_scheme") ? decoder["prepend_scheme"] != "never"
+                                                                         : decoder.value("add_prefix_space", true);
+            tok->post_ = PostProcessor::from_json(json.contains("post_processor") ? json["post_processor"] : nlohmann::json(), path);
+            for (const auto& t : json.value("added_tokens", nlohmann::json::array())) tok->added_.add(added_token_from_json(t));
         } catch (const nlohmann::json::exception& e) {
             throw Error(ErrorKind::Format, path, std::string("malformed tokenizer.json: ") + e.what());
         }
     } else {
-        // As transformers' T5Converter: extra ids follow the pieces in reverse (<extra_id_0> last)
-        // and the post-processor appends </s>.
-        const int extra = config.family == TokenizerFamily::T5 ? config.extra_ids.value_or(100) : 0;
-        const int64_t base = tok->processor_->piece_size();
-        if (config.added_tokens_decoder.empty()) {
-            for (int i = 0; i < extra; ++i) {
-                AddedToken token;
-                token.content = "<extra_id_" + std::to_string(i) + ">";
-                token.id = base + extra - 1 - i;
-                token.special = true;
-                tok->added_.add(token);
-            }
+        // What transformers' T5Converter builds: extra ids follow the pieces in reverse
+        // (<extra_id_0> last) with score 0, control pieces become special added tokens,
+        // user-defined ones plain added tokens, and the post-processor appends </s>.
+        const int extra = config.family == TokenizerFamily::T5 && config.added_tokens_decoder.empty() ? config.extra_ids.value_or(100) : 0;
+        for (int i = extra - 1; i >= 0; --i) pieces.emplace_back("<extra_id_" + std::to_string(i) + ">", 0.0);
+        auto pipeline = MetaspacePipeline::from_spm_converter(file.precompiled_charsmap, model_path);
+        tok.reset(new SpmTokenizer(std::make_unique<UnigramModel>(std::move(pieces), file.unk_id), std::move(pipeline)));
+        for (int64_t id = 0; id < piece_count; ++id) {
+            const int type = file.types[static_cast<size_t>(id)];
+            if (type != SpmModelFile::Control && type != SpmModelFile::UserDefined) continue;
+            AddedToken token;
+            token.id = id;
+            token.content = file.pieces[static_cast<size_t>(id)].first;
+            token.special = type == SpmModelFile::Control;
+            tok->added_.add(token);
+        }
+        for (int i = 0; i < extra; ++i) {
+            AddedToken token;
+            token.content = "<extra_id_" + std::to_string(i) + ">";
+            token.id = piece_count + extra - 1 - i;
+            token.special = true;
+            tok->added_.add(token);
         }
         auto eos = config.special_tokens.find("eos_token");
         if (eos != config.special_tokens.end()) {
             if (auto id = tok->model_token_to_id(eos->second.content)) {
                 tok->post_.suffix = {*id};
-                tok->post_.name = "append eos";
+                tok->post_.name = "TemplateProcessing($A </s>)";
             }
         }
     }
     tok->finish_setup(config);
-    tok->description_ = std::string("SentencePiece from spiece.model") + (tokenizer_json ? " with tokenizer.json's pipeline" : "") +
-                        " (post-processor " + tok->post_.name + ", family " + to_string(config.family) +
-                        ", module " + tok->processor_->module_path() + ")";
+    tok->description_ = std::string("SentencePiece Unigram from spiece.model") +
+                        (tokenizer_json ? " with tokenizer.json's pipeline" : " (converted as transformers does)") + " (" +
+                        tok->pipeline_.describe() + ", post-processor " + tok->post_.name + ", family " +
+                        to_string(config.family) + ", module " + file.module_path + ")";
     return tok;
 }
 
 void SpmTokenizer::encode_text(std::string_view text, std::vector<int64_t>& out) const {
-    for (int id : processor_->encode(std::string(text))) out.push_back(id);
+    std::vector<std::string> words;
+    // Segments split off after an added token do not start the input (matters for prepend "first").
+    pipeline_.words(text, out.empty(), words);
+    for (const std::string& word : words) model_->encode_word(word, out);
 }
 
 const std::string* SpmTokenizer::model_token(int64_t id) const {
-    if (id < 0 || id >= processor_->piece_size()) return nullptr;
-    return &processor_->piece(static_cast<int>(id));
+    if (id < 0 || id >= model_->size()) return nullptr;
+    return &model_->piece(id);
 }
 
 std::optional<int64_t> SpmTokenizer::model_token_to_id(const std::string& token) const {
-    auto it = piece_ids_.find(token);
-    if (it == piece_ids_.end()) return std::nullopt;
+    auto it = model_->ids().find(token);
+    if (it == model_->ids().end()) return std::nullopt;
     return it->second;
 }
 

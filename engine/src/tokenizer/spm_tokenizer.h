@@ -1,19 +1,20 @@
-// SentencePiece (spiece.model) with Hugging Face's T5 pipeline around it: added tokens split
-// out of the text, </s> appended, Metaspace decoding.
+// SentencePiece models (spiece.model, T5) encoded the way Hugging Face's fast tokenizer does:
+// added tokens split out first, the Metaspace pipeline, the Unigram model over the file's
+// pieces and scores, </s> appended; Metaspace decoding.
 #pragma once
 
-#include "tokenizer/spm_processor.h"
+#include "tokenizer/metaspace_pipeline.h"
 #include "tokenizer/tokenizer_base.h"
+#include "tokenizer/unigram_model.h"
 
 #include <memory>
-#include <unordered_map>
 
 namespace lorascope::tokenizer {
 
 class SpmTokenizer : public TokenizerBase {
 public:
-    // tokenizer_json may be null (spiece.model alone); when given, its added tokens,
-    // post-processor and decoder settings are used and its other components checked.
+    // tokenizer_json may be null (spiece.model alone, converted as transformers' T5Converter
+    // does); when given, its pipeline, added tokens and post-processor are used.
     static std::unique_ptr<SpmTokenizer> load(const std::string& dir, const nlohmann::json* tokenizer_json,
                                               HfTokenizerConfig config);
 
@@ -24,12 +25,13 @@ protected:
     void encode_text(std::string_view text, std::vector<int64_t>& out) const override;
     const std::string* model_token(int64_t id) const override;
     std::optional<int64_t> model_token_to_id(const std::string& token) const override;
-    int64_t model_vocab_size() const override { return processor_->piece_size(); }
+    int64_t model_vocab_size() const override { return model_->size(); }
 
 private:
-    explicit SpmTokenizer(std::unique_ptr<SpmProcessor> processor);
-    std::unique_ptr<SpmProcessor> processor_;
-    std::unordered_map<std::string, int64_t> piece_ids_;
+    SpmTokenizer(std::unique_ptr<UnigramModel> model, MetaspacePipeline pipeline)
+        : model_(std::move(model)), pipeline_(std::move(pipeline)) {}
+    std::unique_ptr<UnigramModel> model_;
+    MetaspacePipeline pipeline_;
     bool strip_first_space_ = true;  // Metaspace decoder with a prepend scheme other than "never"
 };
 

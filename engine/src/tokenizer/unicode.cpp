@@ -9,7 +9,19 @@ namespace {
 struct CodepointRange {
     char32_t first, last;
 };
+struct CodepointClass {
+    char32_t first, last;
+    int value;
+};
 #include "tokenizer/unicode_tables.inc"
+
+template <size_t N>
+int class_of(const CodepointClass (&table)[N], char32_t cp) {
+    const CodepointClass* end = table + N;
+    const CodepointClass* it = std::upper_bound(table, end, cp,
+        [](char32_t value, const CodepointClass& r) { return value < r.first; });
+    return (it != table && cp <= (it - 1)->last) ? (it - 1)->value : 0;
+}
 
 template <size_t N>
 bool in_ranges(const CodepointRange (&table)[N], char32_t cp) {
@@ -115,6 +127,9 @@ size_t utf8_complete_prefix(std::string_view bytes) {
 }
 
 bool is_letter(char32_t cp) { return in_ranges(kLetterRanges, cp); }
+int grapheme_break_class(char32_t cp) { return class_of(kGraphemeBreak, cp); }
+bool is_extended_pictographic(char32_t cp) { return in_ranges(kExtendedPictographic, cp); }
+int indic_conjunct_break_class(char32_t cp) { return class_of(kIndicConjunctBreak, cp); }
 bool is_number(char32_t cp) { return in_ranges(kNumberRanges, cp); }
 
 bool is_whitespace(char32_t cp) {

@@ -26,4 +26,9 @@ bool is_number(char32_t cp);      // \p{N}
 bool is_whitespace(char32_t cp);  // White_Space: Oniguruma's \s for UTF-8 and Rust's char::is_whitespace
 const char* unicode_version();
 
+// Raw table lookups for grapheme.cpp (values as in gen_unicode_tables.py; 0 = none).
+int grapheme_break_class(char32_t cp);
+bool is_extended_pictographic(char32_t cp);
+int indic_conjunct_break_class(char32_t cp);
+
 }  // namespace lorascope::tokenizer

@@ -1,0 +1,30 @@
+// SentencePiece's precompiled character map (nmt_nfkc and friends) applied the way Hugging Face's
+// tokenizers applies it, which differs from SentencePiece itself: it walks extended grapheme
+// clusters, and a cluster shorter than 6 bytes with any mapped prefix is replaced as a whole by
+// that prefix's mapping ("ﬀ\u0301" -> "ff"); other clusters are mapped character by character.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lorascope::tokenizer {
+
+class PrecompiledNormalizer {
+public:
+    // The charsmap blob: u32 trie size, darts-clone double-array trie, NUL-separated replacements.
+    // Throws Error(Format) naming `path` on a malformed blob.
+    PrecompiledNormalizer(std::string_view blob, const std::string& path);
+    std::string normalize(std::string_view text) const;
+
+private:
+    // The replacement of the shortest key that prefixes `chunk`, if any.
+    std::optional<std::string_view> transform(std::string_view chunk) const;
+
+    std::vector<uint32_t> trie_;
+    std::string replacements_;
+};
+
+}  // namespace lorascope::tokenizer
