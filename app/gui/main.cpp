@@ -11,8 +11,10 @@
 
 #include "lorascope/engine.h"
 #include "lorascope/error.h"
+#include "adapter_list_model.h"
 #include "engine_bridge.h"
 #include "main_window.h"
+#include "model_panel.h"
 #include "prompt_composer.h"
 #include "request_table_model.h"
 #include "screenshot.h"
@@ -93,7 +95,11 @@ int main(int argc, char** argv) {
         if (bridge->hasEngine()) {
             QStringList targets{QString()};
             for (const QString& dir : cli.values(adapter)) window.addAdapter(dir);
-            spin_until([&] { return window.composer() && int(bridge->adapters().size()) == cli.values(adapter).size(); }, 60000);
+            spin_until([&] {
+                for (const auto& e : window.adapterModel()->entries())
+                    if (e.state == lorascope::ui::AdapterListModel::State::Loading) return false;
+                return true;
+            }, 60000);
             for (const auto& a : bridge->adapters()) targets << QString::fromStdString(a.name);
             window.composer()->setAdapters(targets.mid(1));
             window.composer()->setSelectedTargets(targets);

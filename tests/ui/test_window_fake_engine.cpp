@@ -8,7 +8,9 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableView>
+#include <QMimeData>
 #include <QTemporaryDir>
+#include <QTreeWidget>
 #include <QtTest>
 
 #include "adapter_list_model.h"
@@ -16,6 +18,7 @@
 #include "batching_inspector.h"
 #include "comparison_view.h"
 #include "error_reporter.h"
+#include "hf_cache.h"
 #include "fake_engine.h"
 #include "main_window.h"
 #include "model_panel.h"
@@ -243,6 +246,38 @@ private Q_SLOTS:
         QCOMPARE(w->paramsPanel()->values().max_new_tokens, int64_t(12));
         QVERIFY(!w->paramsPanel()->params().max_new_tokens);
         QVERIFY(!w->paramsPanel()->params().do_sample);
+    }
+
+    void droppingDirectoriesLoadsTheModelAndAddsAdapters() {
+        auto w = makeWindow();
+        auto drop = [&w](const QString& path) {
+            QMimeData data;
+            data.setUrls({QUrl::fromLocalFile(path)});
+            QDragEnterEvent enter(QPoint(600, 400), Qt::CopyAction, &data, Qt::LeftButton, Qt::NoModifier);
+            QApplication::sendEvent(w.get(), &enter);
+            if (!enter.isAccepted()) return false;
+            QDropEvent drop_event(QPointF(600, 400), Qt::CopyAction, &data, Qt::LeftButton, Qt::NoModifier);
+            QApplication::sendEvent(w.get(), &drop_event);
+            return true;
+        };
+        QSignalSpy loaded(w->bridge(), &EngineBridge::loadFinished);
+        QVERIFY(drop(model_));
+        QVERIFY(loaded.wait(5000));
+        QVERIFY(drop(adapter_a_));
+        QTRY_COMPARE_WITH_TIMEOUT(w->adapterModel()->readyNames(), QStringList{QStringLiteral("lora-a")}, 5000);
+        QVERIFY(!drop(dir_.filePath(QStringLiteral("does-not-exist"))));
+    }
+
+    void hfCachePickerListsCachedSnapshots() {
+        const QString hub = dir_.filePath(QStringLiteral("hub"));
+        test::makeFakeModelDir(hub + QStringLiteral("/models--org--tiny/snapshots"), QStringLiteral("0123456789abcdef"));
+        HfCachePickerDialog dialog(hub);
+        QCOMPARE(dialog.snapshotCount(), 1);
+        auto* tree = dialog.findChild<QTreeWidget*>();
+        QVERIFY(tree);
+        QCOMPARE(tree->topLevelItem(0)->text(0), QStringLiteral("org/tiny"));
+        tree->setCurrentItem(tree->topLevelItem(0)->child(0));
+        QCOMPARE(dialog.selectedDirectory(), hub + QStringLiteral("/models--org--tiny/snapshots/0123456789abcdef"));
     }
 
     void screenshotsRenderAt1280x800() {
