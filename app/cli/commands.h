@@ -8,5 +8,6 @@ int cmd_info(int argc, char** argv);      // cmd_info.cpp
 int cmd_tokenize(int argc, char** argv);  // cmd_tokenize.cpp
 int cmd_generate(int argc, char** argv);  // cmd_generate.cpp
 int cmd_score(int argc, char** argv);     // cmd_score.cpp
+int cmd_bench(int argc, char** argv);     // cmd_bench.cpp
 
 }  // namespace lorascope::cli

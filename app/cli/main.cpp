@@ -21,6 +21,7 @@ const Command kCommands[] = {
     {"tokenize", lorascope::cli::cmd_tokenize, "encode text to ids or decode ids to text"},
     {"generate", lorascope::cli::cmd_generate, "generate for JSON Lines requests"},
     {"score", lorascope::cli::cmd_score, "cross-entropy of given targets (JSON Lines)"},
+    {"bench", lorascope::cli::cmd_bench, "run a workload through the engine and report speed and memory"},
 };
 
 void usage(FILE* out) {

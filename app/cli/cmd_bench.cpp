@@ -1,0 +1,260 @@
+// lorascope-cli bench: drives the engine with a workload file and reports throughput, latency,
+// batching and memory figures as JSON. Timings are measured, never asserted: comparisons belong
+// in scripts that run peers in the same session.
+#include <sys/resource.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "args.h"
+#include "commands.h"
+#include "engine_options.h"
+#include "lorascope/engine.h"
+#include "lorascope/error.h"
+#include "lorascope/params.h"
+
+namespace lorascope::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+const char* const kUsage =
+    "usage: lorascope-cli bench --model DIR --workload FILE [--report FILE|-] [--static]\n"
+    "                           [engine options: --threads N --device D --dtype T --max-batch-size N\n"
+    "                            --max-batch-tokens N --adapter NAME=DIR ...]\n"
+    "  workload: {\"name\", \"requests\": [{\"prompt\"|\"input_ids\", \"adapter\", \"params\"}...]\n"
+    "             or \"synthetic\": {\"count\", \"prompt_tokens\": [min, max], \"seed\", \"min_id\"},\n"
+    "             \"params\": {...defaults for every request...}, \"adapters\": [names, round robin],\n"
+    "             \"arrival\": {\"kind\": \"all\"} | {\"kind\": \"poisson\", \"rate\": per_second, \"seed\"}}\n";
+
+struct Timeline {
+    Clock::time_point submitted, first, last;
+    int64_t tokens = 0;
+    std::vector<double> gaps_ms;
+    bool finished = false;
+    std::string error;
+};
+
+class BenchSink : public RequestSink {
+public:
+    // Submits under the sink's lock so that the submit time is recorded before any event for
+    // the new id can arrive from the engine thread.
+    RequestId submit(Engine& engine, const Request& request, const std::shared_ptr<BenchSink>& self) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        const auto submitted = Clock::now();
+        const RequestId id = engine.submit(request, self);
+        timelines_[id].submitted = submitted;
+        return id;
+    }
+    void on_token(const TokenEvent& e) override {
+        const auto now = Clock::now();
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto& t = timelines_[e.id];
+        if (t.tokens == 0) {
+            t.first = now;
+        } else {
+            t.gaps_ms.push_back(std::chrono::duration<double, std::milli>(now - t.last).count());
+        }
+        t.last = now;
+        ++t.tokens;
+    }
+    void on_finish(const FinishEvent& e) override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto& t = timelines_[e.id];
+        t.finished = true;
+        t.error = e.error;
+        ++finished_;
+        done_.notify_all();
+    }
+    void wait(size_t count) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        done_.wait(lock, [&] { return finished_ >= count; });
+    }
+    std::map<RequestId, Timeline> timelines() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return timelines_;
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable done_;
+    std::map<RequestId, Timeline> timelines_;
+    size_t finished_ = 0;
+};
+
+double percentile(std::vector<double> v, double p) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    const double rank = p / 100.0 * static_cast<double>(v.size() - 1);
+    const size_t lo = static_cast<size_t>(rank);
+    const size_t hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
+}
+
+std::vector<Request> build_requests(const json& w, const std::string& path, int64_t vocab) {
+    std::vector<Request> out;
+    const json defaults = w.value("params", json::object());
+    auto with_params = [&](Request r, const json& own) {
+        json merged = defaults;
+        for (const auto& item : own.items()) merged[item.key()] = item.value();
+        r.params = parse_generation_params(merged.dump(), path + " params");
+        return r;
+    };
+    if (w.contains("requests")) {
+        for (const auto& item : w["requests"]) {
+            Request r;
+            if (item.contains("prompt")) r.prompt = item["prompt"].get<std::string>();
+            if (item.contains("input_ids")) r.input_ids = item["input_ids"].get<std::vector<int64_t>>();
+            r.adapter = item.value("adapter", std::string());
+            out.push_back(with_params(std::move(r), item.value("params", json::object())));
+        }
+    } else if (w.contains("synthetic")) {
+        const json& s = w["synthetic"];
+        const int64_t count = s.value("count", 0);
+        const auto range = s.value("prompt_tokens", std::vector<int64_t>{8, 128});
+        if (count <= 0 || range.size() != 2 || range[0] < 1 || range[1] < range[0])
+            throw Error(ErrorKind::InvalidArgument, path, "synthetic needs count > 0 and prompt_tokens [min, max]");
+        const int64_t min_id = s.value("min_id", 5);
+        std::mt19937_64 rng(s.value("seed", 0));
+        std::uniform_int_distribution<int64_t> length(range[0], range[1]);
+        std::uniform_int_distribution<int64_t> id(min_id, vocab - 1);
+        for (int64_t i = 0; i < count; ++i) {
+            Request r;
+            r.input_ids.resize(static_cast<size_t>(length(rng)));
+            for (auto& t : r.input_ids) t = id(rng);
+            out.push_back(with_params(std::move(r), json::object()));
+        }
+    } else {
+        throw Error(ErrorKind::InvalidArgument, path, "a workload needs \"requests\" or \"synthetic\"");
+    }
+    if (w.contains("adapters")) {
+        const auto names = w["adapters"].get<std::vector<std::string>>();
+        for (size_t i = 0; i < out.size() && !names.empty(); ++i)
+            if (out[i].adapter.empty()) out[i].adapter = names[i % names.size()];
+    }
+    return out;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+    Args args(argc, argv, 2, {"help", "static"});
+    if (args.has("help")) {
+        std::fputs(kUsage, stdout);
+        return 0;
+    }
+    std::vector<std::string> known = {"help", "static", "workload", "report"};
+    for (const auto& k : engine_option_names()) known.push_back(k);
+    args.allow_only(known);
+
+    const std::string workload_path = args.require("workload");
+    std::ifstream in(workload_path);
+    if (!in) throw Error(ErrorKind::NotFound, workload_path, "cannot open the workload file");
+    json workload;
+    try {
+        in >> workload;
+    } catch (const json::exception& e) {
+        throw Error(ErrorKind::Format, workload_path, std::string("malformed JSON: ") + e.what());
+    }
+
+    EngineOptions options = engine_options_from(args);
+    options.static_batching = args.has("static");
+    auto engine = create_engine_with_adapters(args, options);
+    const auto requests = build_requests(workload, workload_path, engine->model_config().vocab_size());
+
+    // Statistics arrive on the engine thread.
+    std::mutex stats_mutex;
+    int64_t steps = 0, row_sum = 0, padded = 0, computed = 0, peak_kv = 0;
+    engine->set_stats_listener([&](const StepStats& s) {
+        std::lock_guard<std::mutex> lock(stats_mutex);
+        ++steps;
+        row_sum += s.rows;
+        padded += s.padded_tokens;
+        computed += s.prefill_tokens + s.decode_tokens + s.padded_tokens;
+        peak_kv = std::max(peak_kv, s.kv_bytes_allocated);
+    });
+
+    const json arrival = workload.value("arrival", json{{"kind", "all"}});
+    const std::string kind = arrival.value("kind", "all");
+    if (kind != "all" && kind != "poisson")
+        throw Error(ErrorKind::InvalidArgument, workload_path, "arrival kind must be \"all\" or \"poisson\"");
+    const double rate = arrival.value("rate", 1.0);
+    if (kind == "poisson" && rate <= 0)
+        throw Error(ErrorKind::InvalidArgument, workload_path, "poisson arrival needs rate > 0");
+    std::mt19937_64 rng(arrival.value("seed", 0));
+    std::exponential_distribution<double> gap(rate);
+
+    auto sink = std::make_shared<BenchSink>();
+    const auto start = Clock::now();
+    auto next = start;
+    for (const auto& r : requests) {
+        if (kind == "poisson") {
+            next += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(gap(rng)));
+            std::this_thread::sleep_until(next);
+        }
+        sink->submit(*engine, r, sink);
+    }
+    sink->wait(requests.size());
+    const double wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+    engine->set_stats_listener(nullptr);
+
+    std::vector<double> ttft, per_token;
+    int64_t generated = 0, failed = 0;
+    std::string first_error;
+    for (const auto& [id, t] : sink->timelines()) {
+        generated += t.tokens;
+        if (!t.error.empty()) {
+            ++failed;
+            if (first_error.empty()) first_error = t.error;
+        }
+        if (t.tokens > 0) ttft.push_back(std::chrono::duration<double, std::milli>(t.first - t.submitted).count());
+        per_token.insert(per_token.end(), t.gaps_ms.begin(), t.gaps_ms.end());
+    }
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+
+    json report = {
+        {"workload", workload.value("name", workload_path)},
+        {"model", options.model_dir},
+        {"batching", options.static_batching ? "static" : "continuous"},
+        {"threads", options.threads},
+        {"max_batch_size", options.max_batch_size},
+        {"max_batch_tokens", options.max_batch_tokens},
+        {"arrival", arrival},
+        {"requests", requests.size()},
+        {"failed_requests", failed},
+        {"generated_tokens", generated},
+        {"wall_s", wall_s},
+        {"tokens_per_s", wall_s > 0 ? static_cast<double>(generated) / wall_s : 0.0},
+        {"ttft_ms", {{"p50", percentile(ttft, 50)}, {"p95", percentile(ttft, 95)}}},
+        {"per_token_ms", {{"p50", percentile(per_token, 50)}, {"p95", percentile(per_token, 95)}}},
+        {"steps", steps},
+        {"mean_batch_rows", steps ? static_cast<double>(row_sum) / static_cast<double>(steps) : 0.0},
+        {"padding_share", computed ? static_cast<double>(padded) / static_cast<double>(computed) : 0.0},
+        {"peak_kv_bytes", peak_kv},
+        {"peak_rss_bytes", static_cast<int64_t>(usage.ru_maxrss) * 1024},
+    };
+    if (!first_error.empty()) report["first_error"] = first_error;
+
+    const std::string out = args.get_or("report", "-");
+    if (out == "-") {
+        std::printf("%s\n", report.dump(2).c_str());
+    } else {
+        std::ofstream file(out);
+        if (!file) throw Error(ErrorKind::NotFound, out, "cannot write the report");
+        file << report.dump(2) << "\n";
+    }
+    return 0;
+}
+
+}  // namespace lorascope::cli

@@ -1,0 +1,61 @@
+// One request as the engine thread keeps it: its resolved parameters, the ids Hugging Face's
+// generate() would hold for it, its sampler state, detokenizer and stopping criteria.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lorascope/engine.h"
+#include "lorascope/params.h"
+#include "lorascope/tokenizer.h"
+#include "sampling/logits_processor.h"
+#include "sampling/next_token_chooser.h"
+#include "sampling/stopping.h"
+#include "scheduler/admission.h"
+
+namespace lorascope::models { class Model; }
+
+namespace lorascope::engine_detail {
+
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b);
+
+struct LiveRequest {
+    RequestId id = 0;
+    std::string client_id;
+    std::shared_ptr<RequestSink> sink;
+    ResolvedGenerationParams params;
+
+    std::vector<int64_t> prompt_ids;   // encoder input (seq2seq) or prompt (decoder-only)
+    // HF's input_ids: decoder start + generated (seq2seq) or prompt + generated (decoder-only).
+    std::vector<int64_t> input_ids;
+    int64_t input_ids_length = 0;
+    int64_t max_new_tokens = 0;
+
+    std::vector<int64_t> generated;
+    std::vector<float> logprobs;
+    at::Generator generator;           // defined for sampling requests only
+    std::unique_ptr<StreamingDetokenizer> detokenizer;
+    std::unique_ptr<sampling::StoppingCriteria> stopping;
+
+    Clock::time_point submitted, admitted, first_token;
+    int64_t skipped = 0;               // admission passes that went over it
+    bool finished = false;
+
+    // Tokenizes and validates; throws lorascope::Error with a message for the client.
+    void prepare(const Request& request, const models::Model& model, const Tokenizer* tokenizer);
+
+    scheduler::Demand demand() const;
+    sampling::LogitsRow logits_row() const;
+
+    // Records the chosen token, streams its text and finishes the request when a criterion says so.
+    void accept(const sampling::TokenChoice& choice, const Tokenizer* tokenizer);
+    // Sends the one FinishEvent (later calls do nothing).
+    void finish(FinishReason reason, const std::string& error = {});
+};
+
+}  // namespace lorascope::engine_detail
