@@ -142,6 +142,14 @@ bool AdapterRegistry::has(const std::string& name) const {
     return it != entries_.end() && !it->second->leaving;
 }
 
+std::string AdapterRegistry::unavailable_reason(const std::string& name) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return unknown_message(name);
+    if (it->second->leaving) return "adapter '" + name + "' is being unloaded";
+    return {};
+}
+
 std::string AdapterRegistry::unknown_message(const std::string& name) const {
     auto f = failures_.find(name);
     if (f != failures_.end()) return "adapter '" + name + "' failed to load: " + f->second;

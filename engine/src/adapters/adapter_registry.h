@@ -61,6 +61,8 @@ public:
     void unload(const std::string& name);
     std::vector<AdapterInfo> list() const;
     bool has(const std::string& name) const;       // registered and not being unloaded
+    // Why a request naming `name` cannot be served (unknown, failed to load, being unloaded); empty when it can.
+    std::string unavailable_reason(const std::string& name) const;
 
     // Pins the adapter for one request, reloading it from its directory when it was evicted.
     // Throws lorascope::Error with a message for the client: unknown, failed, unloading, reload failed.
