@@ -1,11 +1,92 @@
+// lorascope-cli score: the mean cross-entropy of given targets, as Hugging Face computes the loss
+// when labels are passed, plus each target token's log-probability.
+#include <c10/core/InferenceMode.h>
+
+#include <cstdio>
+
+#include "args.h"
 #include "commands.h"
+#include "jsonl_io.h"
 #include "lorascope/error.h"
+#include "lorascope/runtime.h"
+#include "models/model.h"
+#include "models/scoring.h"
 
 namespace lorascope::cli {
 
-// Placeholder until its owner lands it: says so instead of pretending.
-int cmd_score(int, char**) {
-    throw Error(ErrorKind::Unsupported, "'score' is not implemented yet");
+namespace {
+
+const char* const kUsage =
+    "usage: lorascope-cli score --model DIR [--threads N] [--input FILE|-] [--output FILE|-]\n"
+    "  input:  JSON Lines {\"id\", \"source\" | \"input_ids\", \"target\" | \"labels\"}\n"
+    "          (labels may hold -100 to leave a position out; for decoder-only models the target is the\n"
+    "          continuation scored after the source)\n"
+    "  output: JSON Lines {\"id\", \"loss\", \"token_logprobs\"} or {\"id\", \"error\"}\n";
+
+nlohmann::json score_one(const nlohmann::json& r, const models::Model& model, const Tokenizer* tokenizer) {
+    for (const auto& item : r.items())
+        if (item.key() != "id" && item.key() != "source" && item.key() != "input_ids" && item.key() != "target" &&
+            item.key() != "labels")
+            throw Error(ErrorKind::InvalidArgument, "unknown request field \"" + item.key() + "\"");
+    if (r.contains("source") == r.contains("input_ids"))
+        throw Error(ErrorKind::InvalidArgument, "give exactly one of \"source\" or \"input_ids\"");
+    if (r.contains("target") == r.contains("labels"))
+        throw Error(ErrorKind::InvalidArgument, "give exactly one of \"target\" or \"labels\"");
+    if ((r.contains("source") || r.contains("target")) && !tokenizer)
+        throw Error(ErrorKind::InvalidArgument, "the model directory has no tokenizer; send \"input_ids\" and \"labels\"");
+    std::vector<int64_t> source, labels;
+    if (r.contains("source")) {
+        if (!r["source"].is_string()) throw Error(ErrorKind::InvalidArgument, "\"source\" must be a string");
+        source = tokenizer->encode(r["source"].get<std::string>(), true);
+    } else {
+        source = read_ids(r, "input_ids", model.vocab_size());
+    }
+    if (r.contains("target")) {
+        if (!r["target"].is_string()) throw Error(ErrorKind::InvalidArgument, "\"target\" must be a string");
+        // Seq2seq targets are tokenized like HF's text_target (with the model's special tokens);
+        // a decoder-only continuation is plain text after the prompt.
+        labels = tokenizer->encode(r["target"].get<std::string>(), model.is_encoder_decoder());
+    } else {
+        labels = read_ids(r, "labels", model.vocab_size(), models::kIgnoreLabel);
+        for (int64_t t : labels)
+            if (t < 0 && t != models::kIgnoreLabel)
+                throw Error(ErrorKind::InvalidArgument, "\"labels\" holds " + std::to_string(t) + " (only -100 may be negative)");
+    }
+    if (source.empty() && model.is_encoder_decoder()) throw Error(ErrorKind::InvalidArgument, "the source has no tokens");
+    const auto result = models::score(model, source, labels);
+    nlohmann::json logprobs = nlohmann::json::array();
+    for (const auto& lp : result.token_logprobs) logprobs.push_back(lp ? nlohmann::json(*lp) : nlohmann::json());
+    return {{"loss", result.loss}, {"token_logprobs", logprobs}, {"scored_tokens", result.scored_tokens}};
+}
+
+}  // namespace
+
+int cmd_score(int argc, char** argv) {
+    const Args args(argc, argv, 2, {"help"});
+    if (args.has("help")) {
+        std::fputs(kUsage, stdout);
+        return 0;
+    }
+    args.allow_only({"model", "threads", "input", "output", "help"});
+    const std::string dir = args.require("model");
+    set_compute_threads(static_cast<int>(args.get_int("threads", 0)));
+    c10::InferenceMode inference;
+    const auto model = models::load_model(dir);
+    const auto tokenizer = load_tokenizer_if_present(dir);
+    const auto lines = read_json_lines(args.get_or("input", "-"));
+    JsonLineWriter out(args.get_or("output", "-"));
+    for (const auto& line : lines) {
+        nlohmann::json id = line.value && line.value->contains("id") ? (*line.value)["id"] : nlohmann::json();
+        try {
+            if (!line.value) throw Error(ErrorKind::InvalidArgument, line.parse_error);
+            nlohmann::json result = score_one(*line.value, *model, tokenizer.get());
+            result["id"] = id;
+            out.write(result);
+        } catch (const Error& e) {
+            out.write({{"id", id}, {"error", e.what()}});
+        }
+    }
+    return 0;
 }
 
 }  // namespace lorascope::cli
