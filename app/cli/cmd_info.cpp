@@ -1,11 +1,250 @@
+// lorascope-cli info: a JSON summary of a model directory (architecture, weights on disk,
+// tokenizer, generation defaults) and of PEFT adapters; --load loads every tensor through the
+// WeightStore so that load time and peak memory can be measured.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "args.h"
 #include "commands.h"
+#include "io/peft.h"
+#include "io/safetensors.h"
+#include "io/weights_torch.h"
+#include "lorascope/adapter.h"
+#include "lorascope/config.h"
 #include "lorascope/error.h"
+#include "lorascope/tokenizer.h"
 
 namespace lorascope::cli {
+namespace {
 
-// Placeholder until its owner lands it: says so instead of pretending.
-int cmd_info(int, char**) {
-    throw Error(ErrorKind::Unsupported, "'info' is not implemented yet");
+using nlohmann::ordered_json;
+
+const char* const kUsage =
+    "usage: lorascope-cli info --model DIR [--adapter NAME=DIR]... [--load]\n"
+    "  --model DIR           Hugging Face checkpoint directory (config.json + safetensors)\n"
+    "  --adapter NAME=DIR    a PEFT LoRA adapter directory to summarise (repeatable)\n"
+    "  --load                load every tensor as float32 and report time and a checksum\n";
+
+template <typename T>
+ordered_json optional_json(const std::optional<T>& value) {
+    return value ? ordered_json(*value) : ordered_json();
+}
+
+ordered_json architecture_json(const ModelConfig& m) {
+    ordered_json a;
+    switch (m.family) {
+        case Family::T5: {
+            const auto& c = m.t5();
+            a["encoder_layers"] = c.num_layers;
+            a["decoder_layers"] = c.num_decoder_layers;
+            a["d_model"] = c.d_model;
+            a["d_ff"] = c.d_ff;
+            a["heads"] = c.num_heads;
+            a["head_dim"] = c.d_kv;
+            a["feed_forward_proj"] = c.feed_forward_proj;
+            a["dense_act_fn"] = c.dense_act_fn;
+            a["is_gated_act"] = c.is_gated_act;
+            a["relative_attention_num_buckets"] = c.relative_attention_num_buckets;
+            a["relative_attention_max_distance"] = c.relative_attention_max_distance;
+            a["layer_norm_epsilon"] = c.layer_norm_epsilon;
+            a["tie_word_embeddings"] = c.tie_word_embeddings;
+            a["vocab_size"] = c.vocab_size;
+            break;
+        }
+        case Family::Bart: {
+            const auto& c = m.bart();
+            a["encoder_layers"] = c.encoder_layers;
+            a["decoder_layers"] = c.decoder_layers;
+            a["d_model"] = c.d_model;
+            a["encoder_ffn_dim"] = c.encoder_ffn_dim;
+            a["decoder_ffn_dim"] = c.decoder_ffn_dim;
+            a["encoder_heads"] = c.encoder_attention_heads;
+            a["decoder_heads"] = c.decoder_attention_heads;
+            a["activation_function"] = c.activation_function;
+            a["max_position_embeddings"] = c.max_position_embeddings;
+            a["scale_embedding"] = c.scale_embedding;
+            a["normalize_before"] = c.normalize_before;
+            a["add_final_layer_norm"] = c.add_final_layer_norm;
+            a["tie_word_embeddings"] = c.tie_word_embeddings;
+            a["vocab_size"] = c.vocab_size;
+            break;
+        }
+        case Family::Bloom: {
+            const auto& c = m.bloom();
+            a["layers"] = c.n_layer;
+            a["hidden_size"] = c.hidden_size;
+            a["heads"] = c.n_head;
+            a["head_dim"] = c.hidden_size / c.n_head;
+            a["ffn_dim"] = 4 * c.hidden_size;
+            a["layer_norm_epsilon"] = c.layer_norm_epsilon;
+            a["apply_residual_connection_post_layernorm"] = c.apply_residual_connection_post_layernorm;
+            a["tie_word_embeddings"] = c.tie_word_embeddings;
+            a["vocab_size"] = c.vocab_size;
+            break;
+        }
+    }
+    return a;
+}
+
+ordered_json weights_json(const io::SafetensorsCheckpoint& ckpt) {
+    ordered_json w;
+    w["format"] = "safetensors";
+    w["sharded"] = ckpt.sharded();
+    ordered_json files = ordered_json::array();
+    for (const auto& shard : ckpt.shards()) files.push_back({{"path", shard->path()}, {"bytes", shard->file_bytes()}});
+    w["files"] = files;
+    w["file_bytes"] = ckpt.file_bytes();
+    // Tied weights are stored once; two names over the same bytes would still count once.
+    std::set<std::pair<const io::SafetensorsFile*, uint64_t>> seen;
+    std::map<std::string, int64_t> params_by_dtype;
+    int64_t parameters = 0;
+    for (const auto& name : ckpt.names()) {
+        const auto* e = ckpt.find(name);
+        if (e->info->nbytes() > 0 && !seen.emplace(e->file, e->info->begin).second) continue;
+        parameters += e->info->numel();
+        params_by_dtype[io::to_string(e->info->dtype)] += e->info->numel();
+    }
+    w["tensors"] = ckpt.names().size();
+    w["parameters"] = parameters;
+    w["dtypes"] = params_by_dtype;  // parameters per stored dtype
+    return w;
+}
+
+ordered_json tokenizer_json(const std::string& dir) {
+    try {
+        auto tok = load_tokenizer(dir);
+        const SpecialIds& s = tok->special_ids();
+        return ordered_json{{"kind", to_string(tok->kind())},
+                            {"description", tok->describe()},
+                            {"vocab_size", tok->vocab_size()},
+                            {"special_ids",
+                             {{"bos", optional_json(s.bos)}, {"eos", optional_json(s.eos)}, {"pad", optional_json(s.pad)},
+                              {"unk", optional_json(s.unk)}, {"decoder_start", optional_json(s.decoder_start)}}}};
+    } catch (const Error& e) {
+        // A checkpoint without tokenizer files is still worth describing.
+        return ordered_json{{"error", e.what()}};
+    }
+}
+
+ordered_json generation_json(const GenerationConfig& g) {
+    return ordered_json{{"max_length", optional_json(g.max_length)},
+                        {"max_new_tokens", optional_json(g.max_new_tokens)},
+                        {"min_length", g.min_length},
+                        {"do_sample", g.do_sample},
+                        {"num_beams", g.num_beams},
+                        {"temperature", g.temperature},
+                        {"top_k", g.top_k},
+                        {"top_p", g.top_p},
+                        {"repetition_penalty", g.repetition_penalty},
+                        {"no_repeat_ngram_size", g.no_repeat_ngram_size},
+                        {"bos_token_id", optional_json(g.bos_token_id)},
+                        {"eos_token_id", g.eos_token_ids},
+                        {"pad_token_id", optional_json(g.pad_token_id)},
+                        {"decoder_start_token_id", optional_json(g.decoder_start_token_id)},
+                        {"forced_bos_token_id", optional_json(g.forced_bos_token_id)},
+                        {"forced_eos_token_id", optional_json(g.forced_eos_token_id)}};
+}
+
+ordered_json adapter_json(const std::string& name, const std::string& dir) {
+    auto adapter = io::PeftAdapter::open(dir);
+    const AdapterConfig& c = adapter->config();
+    std::set<int64_t> ranks;
+    std::set<std::string> leaf_names;
+    for (const auto& m : adapter->modules()) {
+        ranks.insert(m.rank);
+        leaf_names.insert(m.module.substr(m.module.rfind('.') + 1));
+    }
+    ordered_json targets = c.target_modules_regex ? ordered_json(*c.target_modules_regex) : ordered_json(c.target_modules);
+    return ordered_json{{"name", name},
+                        {"directory", dir},
+                        {"r", c.r},
+                        {"lora_alpha", c.lora_alpha},
+                        {"use_rslora", c.use_rslora},
+                        {"target_modules", targets},
+                        {"adapted_module_names", leaf_names},
+                        {"modules", adapter->modules().size()},
+                        {"ranks", ranks},
+                        {"parameters", adapter->parameter_count()},
+                        {"file_bytes", adapter->file_bytes()},
+                        {"base_model_name_or_path", c.base_model_name_or_path},
+                        {"task_type", c.task_type},
+                        {"validation", "not validated against the base model"}};
+}
+
+// Loads every stored tensor as float32 and keeps them all alive, as a model would, so that
+// /usr/bin/time sees the real peak. The checksum touches every byte.
+ordered_json load_json(const std::string& dir, const ModelConfig& config) {
+    const auto start = std::chrono::steady_clock::now();
+    io::WeightLoadOptions options;
+    options.dtype = at::kFloat;
+    auto store = io::WeightStore::open(dir, config, options);
+    std::vector<at::Tensor> kept;
+    double checksum = 0;
+    int64_t bytes = 0;
+    for (const auto& name : store->file_tensor_names()) {
+        at::Tensor t = store->get(name).contiguous();
+        bytes += t.numel() * t.element_size();
+        if (t.scalar_type() == at::kFloat) {
+            const float* p = t.data_ptr<float>();
+            double acc = 0;
+            for (int64_t i = 0, n = t.numel(); i < n; ++i) acc += p[i];
+            checksum += acc;
+        }
+        kept.push_back(std::move(t));
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return ordered_json{{"dtype", "float32"},
+                        {"tensors", kept.size()},
+                        {"bytes", bytes},
+                        {"seconds", seconds},
+                        {"checksum", checksum}};
+}
+
+}  // namespace
+
+int cmd_info(int argc, char** argv) {
+    const Args args(argc, argv, 2, {"load", "help"});
+    if (args.has("help")) {
+        std::fputs(kUsage, stdout);
+        return 0;
+    }
+    args.allow_only({"model", "adapter", "load", "help"});
+    if (!args.positional().empty())
+        throw Error(ErrorKind::InvalidArgument, "unexpected argument '" + args.positional().front() + "'");
+    const std::string dir = args.require("model");
+
+    const ModelConfig config = load_model_config(dir);
+    ordered_json out;
+    out["directory"] = dir;
+    out["family"] = to_string(config.family);
+    out["model_type"] = config.model_type;
+    out["name_or_path"] = config.name_or_path;
+    out["architectures"] = config.architectures;
+    out["torch_dtype"] = config.torch_dtype.empty() ? ordered_json() : ordered_json(config.torch_dtype);
+    out["encoder_decoder"] = config.is_encoder_decoder();
+    out["vocab_size"] = config.vocab_size();
+    out["architecture"] = architecture_json(config);
+    out["weights"] = weights_json(*io::open_model_checkpoint(dir));
+    out["tokenizer"] = tokenizer_json(dir);
+    out["generation"] = generation_json(load_generation_config(dir, config));
+
+    ordered_json adapters = ordered_json::array();
+    for (const auto& spec : args.all("adapter")) {
+        const auto eq = spec.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+            throw Error(ErrorKind::InvalidArgument, "--adapter expects NAME=DIR, got '" + spec + "'");
+        adapters.push_back(adapter_json(spec.substr(0, eq), spec.substr(eq + 1)));
+    }
+    out["adapters"] = adapters;
+    if (args.has("load")) out["load"] = load_json(dir, config);
+
+    std::cout << out.dump(2) << std::endl;
+    return 0;
 }
 
 }  // namespace lorascope::cli

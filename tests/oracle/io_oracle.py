@@ -9,6 +9,7 @@ Writes under <out>/io/:
   mixed_dtypes.safetensors  every dtype safetensors.torch writes, with its record
   configs/<name>/config.json and configs/<name>.json: HF's config.to_dict() and the generation
                             config a model would use, for defaults, aliases and derived fields
+  tokenizers.json           HF's vocabulary size and special ids of the shared real tokenizers
   adapters/<name>/          PEFT save_pretrained() adapters (non-zero lora_B) and their records:
                             rank and scaling per adapted module, PEFT's target decision for every
                             module of the base model, sha256 of lora_A/lora_B
@@ -99,7 +100,16 @@ def save_model(root, name, model, task_class, records, **save_kwargs):
     # initialised by HF itself (BART's final_logits_bias when saved from BartModel).
     stored_ptrs = {v.data_ptr() for k, v in state.items() if in_file(k)}
     absent = sorted(k for k, v in state.items() if not in_file(k) and v.data_ptr() not in stored_ptrs)
+    total = 0.0
+    for f in sorted(os.listdir(directory)):
+        if f.endswith(".safetensors"):
+            with safe_open(os.path.join(directory, f), framework="pt") as handle:
+                for key in handle.keys():
+                    t = handle.get_tensor(key)
+                    if t.is_floating_point():
+                        total += t.double().sum().item()
     rec = {"versions": hf_compat.versions(), "model_type": loaded.config.model_type,
+           "float_sum": total,
            "absent_from_file": absent, "file_tensors": stored,
            "tensors": {k: tensor_record(v) for k, v in state.items()},
            "tie_word_embeddings": loaded.config.tie_word_embeddings}
@@ -260,6 +270,21 @@ def make_adapters(out):
     write_json(os.path.join(root, "index.json"), {"adapters": sorted(index)})
 
 
+def make_tokenizer_records(out):
+    """HF's view of the shared real tokenizers (when present), for `lorascope-cli info`."""
+    from transformers import AutoTokenizer
+    shared = os.environ.get("LORASCOPE_SHARED_TOKENIZERS", "")
+    records = {}
+    for name in ("t5", "bart"):
+        directory = os.path.join(shared, name)
+        if not shared or not os.path.isdir(directory):
+            continue
+        tok = AutoTokenizer.from_pretrained(directory)
+        records[name] = {"directory": directory, "vocab_size": len(tok), "bos": tok.bos_token_id,
+                         "eos": tok.eos_token_id, "pad": tok.pad_token_id, "unk": tok.unk_token_id}
+    write_json(os.path.join(out, "tokenizers.json"), {"versions": hf_compat.versions(), "tokenizers": records})
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -272,6 +297,7 @@ def main():
     make_mixed(out)
     make_configs(out)
     make_adapters(out)
+    make_tokenizer_records(out)
     write_json(os.path.join(out, "versions.json"), hf_compat.versions())
 
 

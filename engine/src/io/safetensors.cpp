@@ -325,4 +325,24 @@ uint64_t SafetensorsCheckpoint::file_bytes() const {
     return total;
 }
 
+std::shared_ptr<SafetensorsCheckpoint> open_model_checkpoint(const std::string& dir, bool allow_pickle) {
+    const bool has_safetensors = is_regular_file(join_path(dir, "model.safetensors")) ||
+                                 is_regular_file(join_path(dir, "model.safetensors.index.json"));
+    if (!has_safetensors) {
+        const std::string bin = join_path(dir, "pytorch_model.bin");
+        const std::string bin_index = join_path(dir, "pytorch_model.bin.index.json");
+        const std::string pickle = is_regular_file(bin) ? bin : is_regular_file(bin_index) ? bin_index : "";
+        if (!pickle.empty() && !allow_pickle)
+            throw Error(ErrorKind::Unsafe, pickle,
+                        "refusing a pickled PyTorch checkpoint: unpickling runs arbitrary code from the file. "
+                        "Convert it to safetensors in a trusted environment "
+                        "(model.save_pretrained(dir, safe_serialization=True)), or opt in explicitly");
+        if (!pickle.empty())
+            throw Error(ErrorKind::Unsupported, pickle,
+                        "loading pickled checkpoints (the explicit opt-in) is not implemented yet; "
+                        "convert the checkpoint to safetensors");
+    }
+    return SafetensorsCheckpoint::open_dir(dir);
+}
+
 }  // namespace lorascope::io

@@ -114,4 +114,9 @@ private:
     std::vector<std::string> names_;
 };
 
+// A model directory's weights: model.safetensors or its sharded index. A directory that holds
+// only a pickled pytorch_model.bin is refused (ErrorKind::Unsafe: unpickling runs code from the
+// file); with allow_pickle the refusal says that the opt-in is not implemented yet.
+std::shared_ptr<SafetensorsCheckpoint> open_model_checkpoint(const std::string& dir, bool allow_pickle = false);
+
 }  // namespace lorascope::io

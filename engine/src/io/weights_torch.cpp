@@ -2,8 +2,6 @@
 // device already match, one conversion otherwise.
 #include "io/weights_torch.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -15,16 +13,6 @@
 
 namespace lorascope::io {
 namespace {
-
-bool is_regular_file(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-std::string join_path(const std::string& dir, const std::string& name) {
-    if (dir.empty()) return name;
-    return dir.back() == '/' ? dir + name : dir + "/" + name;
-}
 
 bool starts_with(const std::string& s, const std::string& prefix) {
     return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
@@ -134,23 +122,7 @@ private:
 
 std::shared_ptr<WeightStore> WeightStore::open(const std::string& dir, const ModelConfig& config,
                                                const WeightLoadOptions& options) {
-    const bool has_safetensors = is_regular_file(join_path(dir, "model.safetensors")) ||
-                                 is_regular_file(join_path(dir, "model.safetensors.index.json"));
-    if (!has_safetensors) {
-        const std::string bin = join_path(dir, "pytorch_model.bin");
-        const std::string bin_index = join_path(dir, "pytorch_model.bin.index.json");
-        const bool has_pickle = is_regular_file(bin) || is_regular_file(bin_index);
-        if (has_pickle && !options.allow_pickle)
-            throw Error(ErrorKind::Unsafe, is_regular_file(bin) ? bin : bin_index,
-                        "refusing a pickled PyTorch checkpoint: unpickling runs arbitrary code from the file. "
-                        "Convert it to safetensors in a trusted environment "
-                        "(model.save_pretrained(dir, safe_serialization=True)), or opt in explicitly");
-        if (has_pickle)
-            throw Error(ErrorKind::Unsupported, is_regular_file(bin) ? bin : bin_index,
-                        "loading pickled checkpoints (the explicit opt-in) is not implemented yet; "
-                        "convert the checkpoint to safetensors");
-    }
-    auto ckpt = SafetensorsCheckpoint::open_dir(dir);
+    auto ckpt = open_model_checkpoint(dir, options.allow_pickle);
     return std::make_shared<SafetensorsWeightStore>(dir, std::move(ckpt), config, options);
 }
 
