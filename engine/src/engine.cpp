@@ -22,6 +22,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "adapters/adapter_registry.h"
+#include "adapters/multi_lora_hook.h"
 #include "engine_request.h"
 #include "lorascope/error.h"
 #include "lorascope/runtime.h"
@@ -76,7 +78,10 @@ class EngineImpl final : public Engine {
 public:
     EngineImpl(const EngineOptions& options, std::unique_ptr<models::Model> model,
                std::unique_ptr<Tokenizer> tokenizer)
-        : options_(options), model_(std::move(model)), tokenizer_(std::move(tokenizer)) {
+        : options_(options),
+          model_(std::move(model)),
+          tokenizer_(std::move(tokenizer)),
+          registry_(*model_, options.adapter_memory_budget) {
         thread_ = std::thread([this] { run(); });
     }
 
@@ -110,15 +115,19 @@ public:
         wake_.notify_all();
     }
 
+    // Validation and tensor conversion run on the calling thread; the engine keeps stepping.
     AdapterInfo load_adapter(const std::string& name, const std::string& dir) override {
-        (void)name;
-        throw Error(ErrorKind::Unsupported, dir,
-                    "LoRA adapters are not served by the engine yet (multi-LoRA batching is the next step)");
+        return registry_.load(name, dir);
     }
+    // New requests naming the adapter fail at once and queued ones when they are admitted; this
+    // call returns once the running requests that pin it have finished.
     void unload_adapter(const std::string& name) override {
-        throw Error(ErrorKind::NotFound, "no adapter named '" + name + "' is loaded");
+        if (std::this_thread::get_id() == thread_.get_id())
+            throw Error(ErrorKind::InvalidArgument,
+                        "unload_adapter('" + name + "') called from the engine thread (a sink callback) would wait forever");
+        registry_.unload(name);
     }
-    std::vector<AdapterInfo> adapters() const override { return {}; }
+    std::vector<AdapterInfo> adapters() const override { return registry_.list(); }
 
     void set_stats_listener(std::function<void(const StepStats&)> listener) override {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -152,7 +161,11 @@ private:
     void apply_cancellations(const std::set<RequestId>& ids, bool all);
     void decode_running(StepStats& stats);
     void admit_and_prefill(StepStats& stats);
-    void choose_and_emit(at::Tensor logits, const std::vector<LiveRequest*>& rows);
+    // The LoRA hook for these requests' rows (in batch order); counts their rows per adapter.
+    adapters::MultiLoraHook lora_hook(const std::vector<LiveRequest*>& requests, StepStats& stats) const;
+    // Chooses the next token of every row; returns the row order the state must take next
+    // (beam search reorders its rows), or an empty vector when no row moved.
+    std::vector<int64_t> choose_and_emit(at::Tensor logits, const std::vector<LiveRequest*>& requests);
     void drop_finished();
     void fail_rows(const std::vector<LiveRequest*>& rows, const std::string& message);
     void finish_all_cancelled();
@@ -161,6 +174,7 @@ private:
     EngineOptions options_;
     std::unique_ptr<models::Model> model_;
     std::unique_ptr<Tokenizer> tokenizer_;
+    adapters::AdapterRegistry registry_;   // declared before the requests, whose leases it must outlive
 
     // Shared with other threads, under mutex_.
     mutable std::mutex mutex_;
@@ -177,7 +191,8 @@ private:
 
     // Engine thread only.
     std::deque<std::unique_ptr<LiveRequest>> waiting_;
-    std::vector<std::unique_ptr<LiveRequest>> running_;   // row i of state_ is running_[i]
+    // Requests in batch-row order: running_[0] holds rows [0, rows()), the next one follows, ...
+    std::vector<std::unique_ptr<LiveRequest>> running_;
     models::DecodeState state_;
     int64_t step_ = 0;
     std::thread thread_;
@@ -222,6 +237,7 @@ void EngineImpl::run() {
             drop_finished();
             stats.wall_ms = engine_detail::ms_between(started, Clock::now());
             stats.queue_depth = static_cast<int64_t>(waiting_.size());
+            stats.adapter_bytes = registry_.resident_bytes();
             stats.kv_bytes_allocated = running_.empty() ? 0 : state_.bytes_allocated();
             stats.kv_bytes_in_use =
                 running_.empty() ? 0 : state_.self_cache.bytes_in_use() + state_.encoder.bytes_allocated();
@@ -252,6 +268,13 @@ void EngineImpl::take_submission(Submission& s) {
     } catch (const std::exception& e) {
         live->finish(FinishReason::Error, e.what());
         return;
+    }
+    if (!live->adapter_name.empty()) {
+        const std::string why = registry_.unavailable_reason(live->adapter_name);
+        if (!why.empty()) {
+            live->finish(FinishReason::Error, why);
+            return;
+        }
     }
     waiting_.push_back(std::move(live));
 }
@@ -285,21 +308,24 @@ void EngineImpl::decode_running(StepStats& stats) {
     if (running_.empty()) return;
     std::vector<int64_t> last;
     std::vector<LiveRequest*> rows;
-    last.reserve(running_.size());
     for (auto& r : running_) {
-        last.push_back(r->input_ids.back());
+        r->append_last_tokens(last);
         rows.push_back(r.get());
-        stats.row_requests.push_back(r->id);
-        stats.row_prefill.push_back(false);
+        for (int64_t j = 0; j < r->rows(); ++j) {
+            stats.row_requests.push_back(r->id);
+            stats.row_prefill.push_back(false);
+        }
     }
     // A decode step computes exactly one position per row: no padded positions. Rows of different
     // lengths waste cache slots instead, which kv_bytes_allocated vs kv_bytes_in_use shows.
-    stats.rows += static_cast<int64_t>(rows.size());
-    stats.decode_tokens += static_cast<int64_t>(rows.size());
+    stats.rows += static_cast<int64_t>(last.size());
+    stats.decode_tokens += static_cast<int64_t>(last.size());
     try {
         at::Tensor tokens = at::tensor(last, at::TensorOptions().dtype(at::kLong)).to(model_->options().device());
-        at::Tensor logits = model_->decode_step(state_, tokens);
-        choose_and_emit(logits, rows);
+        const adapters::MultiLoraHook hook = lora_hook(rows, stats);
+        at::Tensor logits = model_->decode_step(state_, tokens, hook.empty() ? nullptr : &hook);
+        const auto order = choose_and_emit(logits, rows);
+        if (!order.empty()) state_.filter(order);
     } catch (const std::exception& e) {
         fail_rows(rows, std::string("decoding failed: ") + e.what());
     }
@@ -338,6 +364,20 @@ void EngineImpl::admit_and_prefill(StepStats& stats) {
             ++it;
         }
     }
+    // Pin each newcomer's adapter (reloading it when it was evicted); a request whose adapter is
+    // gone or cannot be reloaded ends with that error and the others go on.
+    for (auto it = fresh.begin(); it != fresh.end();) {
+        if (!(*it)->adapter_name.empty()) {
+            try {
+                (*it)->adapter = registry_.acquire((*it)->adapter_name);
+            } catch (const std::exception& e) {
+                (*it)->finish(FinishReason::Error, e.what());
+                it = fresh.erase(it);
+                continue;
+            }
+        }
+        ++it;
+    }
     if (fresh.empty()) return;
 
     std::vector<std::vector<int64_t>> prompts;
@@ -346,22 +386,27 @@ void EngineImpl::admit_and_prefill(StepStats& stats) {
     const auto now = Clock::now();
     for (auto& f : fresh) {
         f->admitted = now;
-        prompts.push_back(f->prompt_ids);
         rows.push_back(f.get());
         longest = std::max<int64_t>(longest, static_cast<int64_t>(f->prompt_ids.size()));
-        stats.row_requests.push_back(f->id);
-        stats.row_prefill.push_back(true);
+        // Beams start as identical copies of the prompt, as in transformers.
+        for (int64_t j = 0; j < f->rows(); ++j) {
+            prompts.push_back(f->prompt_ids);
+            stats.row_requests.push_back(f->id);
+            stats.row_prefill.push_back(true);
+        }
     }
     for (auto& p : prompts) {
         stats.prefill_tokens += static_cast<int64_t>(p.size());
         stats.padded_tokens += longest - static_cast<int64_t>(p.size());
     }
-    stats.rows += static_cast<int64_t>(rows.size());
+    stats.rows += static_cast<int64_t>(prompts.size());
 
     try {
         auto batch = models::TokenBatch::from_rows(prompts, model_->pad_token_id(), model_->options().device());
-        auto [state, logits] = model_->prefill(batch);
-        choose_and_emit(logits, rows);
+        const adapters::MultiLoraHook hook = lora_hook(rows, stats);
+        auto [state, logits] = model_->prefill(batch, hook.empty() ? nullptr : &hook);
+        const auto order = choose_and_emit(logits, rows);
+        if (!order.empty()) state.filter(order);
         if (running_.empty()) {
             state_ = std::move(state);
         } else {
@@ -373,27 +418,77 @@ void EngineImpl::admit_and_prefill(StepStats& stats) {
     }
 }
 
-void EngineImpl::choose_and_emit(at::Tensor logits, const std::vector<LiveRequest*>& rows) {
+std::vector<int64_t> EngineImpl::choose_and_emit(at::Tensor logits, const std::vector<LiveRequest*>& requests) {
+    logits = logits.to(at::kFloat).contiguous();
+    // Single-sequence rows are processed together; each beam request works on its own rows.
+    std::vector<int64_t> single_rows;
+    std::vector<LiveRequest*> singles;
     std::vector<sampling::LogitsRow> logits_rows;
     std::vector<at::Generator> generators;
-    logits_rows.reserve(rows.size());
-    for (auto* r : rows) {
-        logits_rows.push_back(r->logits_row());
-        generators.push_back(r->generator);
+    std::vector<int64_t> order;
+    bool reordered = false;
+    int64_t offset = 0;
+    for (auto* r : requests) {
+        const int64_t n = r->rows();
+        if (r->beams) {
+            const auto source = r->beam_step(logits.narrow(0, offset, n), tokenizer_.get());
+            for (int64_t j = 0; j < n; ++j) {
+                order.push_back(offset + source[static_cast<size_t>(j)]);
+                reordered = reordered || source[static_cast<size_t>(j)] != j;
+            }
+        } else {
+            single_rows.push_back(offset);
+            singles.push_back(r);
+            r->append_logits_rows(logits_rows);
+            generators.push_back(r->generator);
+            order.push_back(offset);
+        }
+        offset += n;
     }
-    logits = logits.to(at::kFloat).contiguous();
-    sampling::process_logits(logits, logits_rows);
-    const auto choices = sampling::choose_next_tokens(logits, logits_rows, generators);
-    for (size_t i = 0; i < rows.size(); ++i) rows[i]->accept(choices[i], tokenizer_.get());
+    if (!singles.empty()) {
+        at::Tensor scores = static_cast<int64_t>(singles.size()) == logits.size(0)
+                                ? logits
+                                : logits.index_select(0, at::tensor(single_rows, at::kLong).to(logits.device()));
+        sampling::process_logits(scores, logits_rows);
+        const auto choices = sampling::choose_next_tokens(scores, logits_rows, generators);
+        for (size_t i = 0; i < singles.size(); ++i) singles[i]->accept(choices[i], tokenizer_.get());
+    }
+    if (!reordered) order.clear();
+    return order;
+}
+
+adapters::MultiLoraHook EngineImpl::lora_hook(const std::vector<LiveRequest*>& requests, StepStats& stats) const {
+    std::vector<std::shared_ptr<const adapters::LoraWeights>> row_weights;
+    for (auto* r : requests) {
+        const int64_t n = r->rows();
+        auto it = std::find_if(stats.rows_per_adapter.begin(), stats.rows_per_adapter.end(),
+                               [&](const auto& entry) { return entry.first == r->adapter_name; });
+        if (it == stats.rows_per_adapter.end()) {
+            stats.rows_per_adapter.emplace_back(r->adapter_name, n);
+        } else {
+            it->second += n;
+        }
+        for (int64_t j = 0; j < n; ++j) row_weights.push_back(r->adapter.weights());
+    }
+    return adapters::MultiLoraHook(row_weights, model_->options().device());
 }
 
 void EngineImpl::drop_finished() {
     std::vector<int64_t> keep;
-    for (size_t i = 0; i < running_.size(); ++i)
-        if (!running_[i]->finished) keep.push_back(static_cast<int64_t>(i));
-    if (keep.size() == running_.size()) return;
     std::vector<std::unique_ptr<LiveRequest>> kept;
-    for (int64_t i : keep) kept.push_back(std::move(running_[static_cast<size_t>(i)]));
+    int64_t offset = 0;
+    for (auto& r : running_) {
+        const int64_t n = r->rows();
+        if (!r->finished) {
+            for (int64_t j = 0; j < n; ++j) keep.push_back(offset + j);
+            kept.push_back(std::move(r));
+        }
+        offset += n;
+    }
+    if (kept.size() == running_.size()) {
+        running_.swap(kept);
+        return;
+    }
     running_.swap(kept);
     if (running_.empty()) {
         state_ = models::DecodeState();

@@ -1,5 +1,6 @@
 #include "engine_request.h"
 
+#include <limits>
 #include <random>
 
 #include "lorascope/error.h"
@@ -14,11 +15,7 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 void LiveRequest::prepare(const Request& request, const models::Model& model, const Tokenizer* tokenizer) {
     const std::string source = "request " + (client_id.empty() ? std::to_string(id) : client_id);
     params = resolve(request.params, model.generation_config(), source);
-    if (params.num_beams > 1)
-        throw Error(ErrorKind::Unsupported, source,
-                    "num_beams > 1: beam search is not available in the engine yet; use num_beams 1");
-    if (!request.adapter.empty())
-        throw Error(ErrorKind::NotFound, source, "no adapter named '" + request.adapter + "' is loaded");
+    adapter_name = request.adapter;  // checked against the engine's adapter registry by the engine
 
     if (request.prompt) {
         if (!tokenizer)
@@ -44,6 +41,10 @@ void LiveRequest::prepare(const Request& request, const models::Model& model, co
     input_ids_length = static_cast<int64_t>(input_ids.size());
     max_new_tokens = params.max_new_tokens_for(input_ids_length);
 
+    if (params.num_beams > 1) {
+        beams = std::make_unique<sampling::BeamSearch>(params, input_ids_length, input_ids_length + max_new_tokens);
+        beam_ids.assign(static_cast<size_t>(params.num_beams), input_ids);
+    }
     if (params.do_sample) {
         if (!params.seed) params.seed = std::random_device{}();
         generator = sampling::make_request_generator(*params.seed);
@@ -62,12 +63,56 @@ scheduler::Demand LiveRequest::demand() const {
     return d;
 }
 
-sampling::LogitsRow LiveRequest::logits_row() const {
-    sampling::LogitsRow row;
-    row.params = &params;
-    row.input_ids = &input_ids;
-    row.input_ids_length = input_ids_length;
-    return row;
+void LiveRequest::append_last_tokens(std::vector<int64_t>& out) const {
+    if (beams) {
+        for (const auto& ids : beam_ids) out.push_back(ids.back());
+    } else {
+        out.push_back(input_ids.back());
+    }
+}
+
+void LiveRequest::append_logits_rows(std::vector<sampling::LogitsRow>& out) const {
+    auto row = [&](const std::vector<int64_t>& ids) {
+        sampling::LogitsRow r;
+        r.params = &params;
+        r.input_ids = &ids;
+        r.input_ids_length = input_ids_length;
+        return r;
+    };
+    if (beams) {
+        for (const auto& ids : beam_ids) out.push_back(row(ids));
+    } else {
+        out.push_back(row(input_ids));
+    }
+}
+
+std::vector<int64_t> LiveRequest::beam_step(const at::Tensor& logits, const Tokenizer* tokenizer) {
+    // As transformers' _beam_search: log_softmax first, then processors (and warpers when sampling).
+    at::Tensor scores = at::log_softmax(logits.to(at::kFloat), -1).contiguous();
+    std::vector<sampling::LogitsRow> rows;
+    append_logits_rows(rows);
+    sampling::apply_logits_processors(scores, rows);
+    if (params.do_sample) sampling::apply_logits_warpers(scores, rows);
+    const auto step = beams->step(scores, beam_ids, generator);
+
+    std::vector<std::vector<int64_t>> next;
+    next.reserve(beam_ids.size());
+    for (size_t j = 0; j < step.source.size(); ++j) {
+        next.push_back(beam_ids[static_cast<size_t>(step.source[j])]);
+        next.back().push_back(step.tokens[j]);
+    }
+    beam_ids = std::move(next);
+    if (first_token.time_since_epoch().count() == 0) first_token = Clock::now();
+
+    const bool at_limit = static_cast<int64_t>(beam_ids.front().size()) >= input_ids_length + max_new_tokens;
+    if (beams->done() || at_limit) {
+        const auto best = beams->finalize(beam_ids);
+        // Stream the winner now; accept() applies eos/length exactly as for other requests.
+        for (size_t i = static_cast<size_t>(input_ids_length); i < best.ids.size() && !finished; ++i)
+            accept(sampling::TokenChoice{best.ids[i], std::numeric_limits<float>::quiet_NaN()}, tokenizer);
+        if (!finished) finish(FinishReason::Length);
+    }
+    return step.source;
 }
 
 void LiveRequest::accept(const sampling::TokenChoice& choice, const Tokenizer* tokenizer) {
@@ -76,7 +121,7 @@ void LiveRequest::accept(const sampling::TokenChoice& choice, const Tokenizer* t
     generated.push_back(token);
     input_ids.push_back(token);
     if (params.logprobs) logprobs.push_back(choice.logprob);
-    if (generated.size() == 1) first_token = Clock::now();
+    if (first_token.time_since_epoch().count() == 0) first_token = Clock::now();
 
     const std::string delta = detokenizer ? detokenizer->push(token) : std::string();
     const auto step = stopping->push(token, delta);

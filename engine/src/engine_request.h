@@ -9,9 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "adapters/adapter_registry.h"
 #include "lorascope/engine.h"
 #include "lorascope/params.h"
 #include "lorascope/tokenizer.h"
+#include "sampling/beam_search.h"
 #include "sampling/logits_processor.h"
 #include "sampling/next_token_chooser.h"
 #include "sampling/stopping.h"
@@ -36,11 +38,20 @@ struct LiveRequest {
     int64_t input_ids_length = 0;
     int64_t max_new_tokens = 0;
 
+    // Beam search: the request's beams are consecutive batch rows, each with its own ids. Tokens
+    // stream only when the search ends (a beam's tokens are not final until then).
+    std::unique_ptr<sampling::BeamSearch> beams;
+    std::vector<std::vector<int64_t>> beam_ids;
+
     std::vector<int64_t> generated;
     std::vector<float> logprobs;
     at::Generator generator;           // defined for sampling requests only
     std::unique_ptr<StreamingDetokenizer> detokenizer;
     std::unique_ptr<sampling::StoppingCriteria> stopping;
+    // The adapter the request names ("" = base) and, once admitted, its pin on that adapter's
+    // weights; the pin goes when the request leaves the batch (this object is destroyed).
+    std::string adapter_name;
+    adapters::AdapterLease adapter;
 
     Clock::time_point submitted, admitted, first_token;
     int64_t skipped = 0;               // admission passes that went over it
@@ -50,7 +61,15 @@ struct LiveRequest {
     void prepare(const Request& request, const models::Model& model, const Tokenizer* tokenizer);
 
     scheduler::Demand demand() const;
-    sampling::LogitsRow logits_row() const;
+    int64_t rows() const { return beams ? beams->num_beams() : 1; }
+    // What the batch rows of this request feed the model next, and how the processors see them.
+    void append_last_tokens(std::vector<int64_t>& out) const;
+    void append_logits_rows(std::vector<sampling::LogitsRow>& out) const;
+
+    // One beam-search step on this request's rows of raw logits ([rows(), vocab] fp32). Returns,
+    // for each row, the row it continues (for reordering the caches); finishes the request when
+    // the search is over, streaming the best hypothesis' tokens then.
+    std::vector<int64_t> beam_step(const at::Tensor& logits, const Tokenizer* tokenizer);
 
     // Records the chosen token, streams its text and finishes the request when a criterion says so.
     void accept(const sampling::TokenChoice& choice, const Tokenizer* tokenizer);

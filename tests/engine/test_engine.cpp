@@ -12,6 +12,7 @@
 #include "collecting_sink.h"
 #include "lorascope/engine.h"
 #include "lorascope/error.h"
+#include "lorascope/params.h"
 #include "test_env.h"
 
 using lorascope::Engine;
@@ -139,6 +140,51 @@ private Q_SLOTS:
                     if (v.records["family"] == "bart") want.back() = v.records["eos_token_id"].get<int64_t>();
                 }
                 QCOMPARE(sink->get(submitted[k].first).finishes.at(0).token_ids, want);
+            }
+        }
+    }
+
+    void beam_search_matches_hf_data() {
+        QTest::addColumn<QString>("variant");
+        for (const char* v : kVariants) QTest::newRow(v) << QString(v);
+    }
+
+    // Beams live as rows of the shared batch: every beam request, run alone and all together with
+    // greedy neighbours, returns Hugging Face's best hypothesis.
+    void beam_search_matches_hf() {
+        QFETCH(QString, variant);
+        const Variant v = load_variant(variant.toStdString());
+        std::ifstream in(lorascope::test::oracle_dir() + "/models/" + variant.toStdString() + "/beams.json");
+        QVERIFY2(in.good(), "missing beams.json (run the oracle_beams step)");
+        json beams;
+        in >> beams;
+        const auto& prompts = v.records["prompts"];
+        for (bool together : {false, true}) {
+            auto engine = make_engine(v.dir, 64);
+            auto sink = std::make_shared<CollectingSink>();
+            std::vector<std::pair<RequestId, std::vector<int64_t>>> expected;
+            size_t total = 0;
+            for (const auto& setting : beams["settings"]) {
+                for (size_t i = 0; i < prompts.size(); ++i) {
+                    Request r;
+                    r.input_ids = prompts[i].get<std::vector<int64_t>>();
+                    r.params = lorascope::parse_generation_params(setting["params"].dump(), "beams.json");
+                    expected.push_back({engine->submit(r, sink), setting["outputs"][i].get<std::vector<int64_t>>()});
+                    ++total;
+                    if (together) {
+                        engine->submit(greedy_request(prompts[i], 9), sink);  // a greedy neighbour
+                        ++total;
+                    } else {
+                        QVERIFY(sink->wait_finished(total));
+                    }
+                }
+            }
+            QVERIFY(sink->wait_finished(total));
+            for (const auto& [id, want] : expected) {
+                const auto rec = sink->get(id);
+                QCOMPARE(rec.finishes.size(), size_t(1));
+                QCOMPARE(rec.finishes[0].token_ids, want);
+                QCOMPARE(rec.tokens.size(), want.size());
             }
         }
     }
