@@ -18,11 +18,13 @@ public:
         std::vector<TokenEvent> tokens;
         std::vector<FinishEvent> finishes;
         std::string streamed;
+        bool token_after_finish = false;
     };
 
     void on_token(const TokenEvent& e) override {
         std::lock_guard<std::mutex> lock(mutex_);
         auto& r = records_[e.id];
+        if (!r.finishes.empty()) r.token_after_finish = true;
         r.tokens.push_back(e);
         r.streamed += e.text_delta;
     }
@@ -36,6 +38,11 @@ public:
     bool wait_finished(size_t count, std::chrono::seconds timeout = std::chrono::seconds(300)) {
         std::unique_lock<std::mutex> lock(mutex_);
         return changed_.wait_for(lock, timeout, [&] { return finished_ >= count; });
+    }
+    // Waits until request `id` has finished.
+    bool wait_until(RequestId id, std::chrono::seconds timeout = std::chrono::seconds(300)) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        return changed_.wait_for(lock, timeout, [&] { return !records_[id].finishes.empty(); });
     }
     Record get(RequestId id) {
         std::lock_guard<std::mutex> lock(mutex_);
