@@ -134,6 +134,8 @@ private Q_SLOTS:
     }
 
     void cli_tokenize_matches_the_oracle() {
+        QVERIFY2(lorascope::test::exists(lorascope::test::cli_path()),
+                 qPrintable(QString("lorascope-cli is not built at %1").arg(lorascope::test::cli_path().c_str())));
         const json record = lorascope::test::read_tokenizer_record("bloom_style");
         if (record.is_null()) QFAIL("oracle record bloom_style missing (run the oracle_tokenizers step)");
         const QString dir = QString::fromStdString(record["dir"].get<std::string>());
