@@ -98,7 +98,8 @@ private Q_SLOTS:
         std::set<int64_t> ranks;
         for (const auto& [module, m] : record.at("modules").items()) ranks.insert(m.at("r").get<int64_t>());
         QVERIFY2(a.at("ranks").get<std::set<int64_t>>() == ranks, a.at("ranks").dump().c_str());
-        QVERIFY(a.at("validation").get<std::string>().find("not validated") != std::string::npos);
+        // Validated against the model (tests/lora covers the failures).
+        QVERIFY2(a.at("validation").get<std::string>().rfind("ok", 0) == 0, a.dump().c_str());
     }
 
     void real_tokenizer_special_ids() {
