@@ -36,7 +36,8 @@ at::ScalarType scalar_type_of(DType dtype) {
 }
 
 at::Tensor tensor_from_safetensors(const SafetensorsFile& file, const TensorInfo& info,
-                                   at::ScalarType floating_dtype, at::Device device, bool* zero_copy) {
+                                   at::ScalarType floating_dtype, at::Device device, bool* zero_copy,
+                                   bool release_source) {
     const at::ScalarType stored = scalar_type_of(info.dtype);
     const at::ScalarType wanted = is_floating(info.dtype) ? floating_dtype : stored;
     const auto stored_options = at::TensorOptions().dtype(stored).device(at::kCPU);
@@ -58,7 +59,7 @@ at::Tensor tensor_from_safetensors(const SafetensorsFile& file, const TensorInfo
         return source;
     }
     at::Tensor result = source.to(device, wanted, /*non_blocking=*/false, /*copy=*/true);
-    if (aligned) release_source_pages(bytes, info.nbytes());
+    if (aligned && release_source) release_source_pages(bytes, info.nbytes());
     return result;
 }
 

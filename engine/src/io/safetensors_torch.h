@@ -12,9 +12,12 @@ at::ScalarType scalar_type_of(DType dtype);
 // The tensor `info` of `file` with floating dtypes converted to `floating_dtype` on `device`
 // (integer and bool tensors keep their dtype). When nothing needs converting or moving and the
 // data is aligned, the result is a zero-copy view of the mapping whose deleter keeps the mapping
-// alive; otherwise exactly one converted copy is made and the source pages are handed back.
+// alive; otherwise exactly one converted copy is made.
+// release_source: after a conversion, hand the source pages back to the kernel (MADV_DONTNEED) so
+// that peak memory stays near the converted size. Only safe when no zero-copy view of the same
+// tensor from this mapping exists (a view written to would lose its private copy).
 at::Tensor tensor_from_safetensors(const SafetensorsFile& file, const TensorInfo& info,
                                    at::ScalarType floating_dtype, at::Device device,
-                                   bool* zero_copy = nullptr);
+                                   bool* zero_copy = nullptr, bool release_source = false);
 
 }  // namespace lorascope::io

@@ -81,7 +81,10 @@ public:
         auto cached = converted_.find(entry->info);
         if (cached != converted_.end()) return cached->second;
         bool zero_copy = false;
-        at::Tensor t = tensor_from_safetensors(*entry->file, *entry->info, options_.dtype, options_.device, &zero_copy);
+        // A store never hands out both a view and a conversion of one tensor (its dtype and device are
+        // fixed), so the converted tensor's source pages can go back to the kernel.
+        at::Tensor t = tensor_from_safetensors(*entry->file, *entry->info, options_.dtype, options_.device,
+                                               &zero_copy, /*release_source=*/true);
         // Converted tensors are cached so that tied names share one copy; zero-copy views cost nothing.
         if (!zero_copy) converted_.emplace(entry->info, t);
         return t;
