@@ -10,7 +10,6 @@
 #include <cstdio>
 
 #include "lorascope/engine.h"
-#include "lorascope/error.h"
 #include "adapter_list_model.h"
 #include "engine_bridge.h"
 #include "main_window.h"
@@ -20,15 +19,6 @@
 #include "screenshot.h"
 
 namespace {
-
-std::unique_ptr<lorascope::Engine> create_engine(const lorascope::EngineOptions& options) {
-#if LORASCOPE_HAVE_ENGINE
-    return lorascope::Engine::create(options);
-#else
-    throw lorascope::Error(lorascope::ErrorKind::Unsupported, options.model_dir,
-                           "this build of lorascope has no engine (engine/src/engine.cpp was absent at configure time)");
-#endif
-}
 
 // Runs the event loop until `done` or the timeout; returns done().
 template <typename Done>
@@ -66,7 +56,7 @@ int main(int argc, char** argv) {
     cli.process(app);
 
     lorascope::ui::MainWindowOptions options;
-    options.engine_factory = create_engine;
+    options.engine_factory = [](const lorascope::EngineOptions& o) { return lorascope::Engine::create(o); };
     lorascope::ui::MainWindow window(std::move(options));
     if (cli.isSet(device)) window.modelPanel()->setDevice(cli.value(device));
     if (cli.isSet(threads)) window.modelPanel()->setThreads(cli.value(threads).toInt());
