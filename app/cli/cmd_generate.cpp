@@ -1,129 +1,181 @@
-// lorascope-cli generate: greedy decoding of JSON Lines requests in static padded batches.
-// (Continuous batching and the full sampling controls arrive with the engine; this command keeps
-// the same input/output contract so scripts written against it keep working.)
-#include <c10/core/InferenceMode.h>
+// lorascope-cli generate: JSON Lines requests through the engine (continuous batching, every
+// sampling control, adapters). One output line per request, in completion order.
+#include <nlohmann/json.hpp>
 
-#include <algorithm>
+#include <condition_variable>
 #include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
 
 #include "args.h"
 #include "commands.h"
+#include "engine_options.h"
 #include "jsonl_io.h"
+#include "lorascope/engine.h"
 #include "lorascope/error.h"
-#include "lorascope/runtime.h"
-#include "models/greedy.h"
-#include "models/model.h"
+#include "lorascope/params.h"
 
 namespace lorascope::cli {
 
 namespace {
 
-const char* const kUsage =
-    "usage: lorascope-cli generate --model DIR [--threads N] [--max-batch-size N] [--input FILE|-] [--output FILE|-]\n"
-    "  input:  JSON Lines {\"id\", \"prompt\" | \"input_ids\", \"params\": {\"max_new_tokens\"}}\n"
-    "  output: JSON Lines {\"id\", \"text\", \"token_ids\", \"finish_reason\", \"prompt_tokens\", \"generated_tokens\"}\n"
-    "          or {\"id\", \"error\"} for a request that cannot run (the others go on)\n";
+using nlohmann::json;
 
-struct Pending {
-    nlohmann::json id;
-    models::GreedyRequest request;
+const char* const kUsage =
+    "usage: lorascope-cli generate --model DIR [--adapter NAME=DIR]... [--threads N] [--device cpu|cuda]\n"
+    "         [--dtype float32|float16|bfloat16] [--max-batch-size N] [--max-batch-tokens N]\n"
+    "         [--input FILE|-] [--output FILE|-] [--stats FILE]\n"
+    "  input:  JSON Lines {\"id\", \"prompt\" | \"input_ids\", \"adapter\", \"params\": {max_new_tokens, min_new_tokens,\n"
+    "          do_sample, temperature, top_k, top_p, typical_p, min_p, repetition_penalty, no_repeat_ngram_size,\n"
+    "          num_beams, length_penalty, early_stopping, stop, seed, ignore_eos, logprobs}}\n"
+    "  output: JSON Lines {\"id\", \"text\", \"token_ids\", \"finish_reason\", \"prompt_tokens\", \"generated_tokens\",\n"
+    "          \"logprobs\" (when asked), \"error\" (when the request failed)}, in completion order\n"
+    "  --stats FILE: one JSON line per engine step\n";
+
+// Writes each finished request as one line; called on the engine thread.
+class OutputSink : public RequestSink {
+public:
+    explicit OutputSink(JsonLineWriter& writer) : writer_(writer) {}
+
+    void on_token(const TokenEvent&) override {}
+    void on_finish(const FinishEvent& e) override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        json line = {{"id", ids_[e.id]},
+                     {"text", e.text},
+                     {"token_ids", e.token_ids},
+                     {"finish_reason", to_string(e.reason)},
+                     {"prompt_tokens", e.usage.prompt_tokens},
+                     {"generated_tokens", e.usage.generated_tokens}};
+        if (!e.logprobs.empty()) line["logprobs"] = e.logprobs;
+        if (!e.error.empty()) line["error"] = e.error;
+        writer_.write(line);
+        ++finished_;
+        done_.notify_all();
+    }
+    // Requests that never reached the engine.
+    void write_error(const json& client_id, const std::string& message) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        writer_.write({{"id", client_id}, {"finish_reason", "error"}, {"error", message}});
+    }
+    // Submits under the lock so that expect() happens before the request can finish.
+    RequestId submit(Engine& engine, Request request, json client_id, const std::shared_ptr<OutputSink>& self) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        const RequestId id = engine.submit(std::move(request), self);
+        ids_[id] = std::move(client_id);
+        return id;
+    }
+    void wait(size_t count) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        done_.wait(lock, [&] { return finished_ >= count; });
+    }
+
+private:
+    JsonLineWriter& writer_;
+    std::mutex mutex_;
+    std::condition_variable done_;
+    std::map<RequestId, json> ids_;
+    size_t finished_ = 0;
 };
 
-// HF's rule when max_new_tokens is not given: max_length (default 20) counts the decoder start
-// token (seq2seq) or the prompt (decoder-only).
-int64_t default_max_new_tokens(const models::Model& model, int64_t prompt_tokens) {
-    const auto& g = model.generation_config();
-    if (g.max_new_tokens) return *g.max_new_tokens;
-    const int64_t max_length = g.max_length.value_or(20);
-    return std::max<int64_t>(1, model.is_encoder_decoder() ? max_length - 1 : max_length - prompt_tokens);
-}
-
-Pending parse_request(const nlohmann::json& r, const models::Model& model, const Tokenizer* tokenizer) {
-    Pending p;
-    for (const auto& item : r.items())
-        if (item.key() != "id" && item.key() != "prompt" && item.key() != "input_ids" && item.key() != "params")
-            throw Error(ErrorKind::InvalidArgument, "unknown request field \"" + item.key() + "\"");
-    if (r.contains("prompt") == r.contains("input_ids"))
-        throw Error(ErrorKind::InvalidArgument, "give exactly one of \"prompt\" or \"input_ids\"");
-    if (r.contains("prompt")) {
-        if (!r["prompt"].is_string()) throw Error(ErrorKind::InvalidArgument, "\"prompt\" must be a string");
-        if (!tokenizer) throw Error(ErrorKind::InvalidArgument, "the model directory has no tokenizer; send \"input_ids\"");
-        p.request.prompt = tokenizer->encode(r["prompt"].get<std::string>(), true);
-    } else {
-        p.request.prompt = read_ids(r, "input_ids", model.vocab_size());
+Request parse_request(const json& r, const std::string& source) {
+    for (const auto& item : r.items()) {
+        const auto& k = item.key();
+        if (k != "id" && k != "prompt" && k != "input_ids" && k != "params" && k != "adapter")
+            throw Error(ErrorKind::InvalidArgument, source, "unknown request field \"" + k + "\"");
     }
-    if (p.request.prompt.empty()) throw Error(ErrorKind::InvalidArgument, "the prompt has no tokens");
-    p.request.max_new_tokens = default_max_new_tokens(model, static_cast<int64_t>(p.request.prompt.size()));
-    if (r.contains("params")) {
-        const auto& params = r["params"];
-        if (!params.is_object()) throw Error(ErrorKind::InvalidArgument, "\"params\" must be an object");
-        for (const auto& item : params.items()) {
-            if (item.key() != "max_new_tokens")
-                throw Error(ErrorKind::InvalidArgument, "unknown or unsupported parameter \"" + item.key() +
-                                                            "\" (this command decodes greedily; it accepts max_new_tokens)");
-            if (!item.value().is_number_integer() || item.value().get<int64_t>() < 1)
-                throw Error(ErrorKind::InvalidArgument, "\"max_new_tokens\" must be a positive integer");
-            p.request.max_new_tokens = item.value().get<int64_t>();
+    if (r.contains("prompt") == r.contains("input_ids"))
+        throw Error(ErrorKind::InvalidArgument, source, "give exactly one of \"prompt\" or \"input_ids\"");
+    Request request;
+    if (r.contains("prompt")) {
+        if (!r["prompt"].is_string()) throw Error(ErrorKind::InvalidArgument, source, "\"prompt\" must be a string");
+        request.prompt = r["prompt"].get<std::string>();
+    } else {
+        if (!r["input_ids"].is_array()) throw Error(ErrorKind::InvalidArgument, source, "\"input_ids\" must be a list of integers");
+        for (const auto& v : r["input_ids"]) {
+            if (!v.is_number_integer())
+                throw Error(ErrorKind::InvalidArgument, source, "\"input_ids\" must be a list of integers");
+            request.input_ids.push_back(v.get<int64_t>());
         }
     }
-    return p;
+    if (r.contains("adapter")) {
+        if (!r["adapter"].is_string() && !r["adapter"].is_null())
+            throw Error(ErrorKind::InvalidArgument, source, "\"adapter\" must be a string");
+        if (r["adapter"].is_string()) request.adapter = r["adapter"].get<std::string>();
+    }
+    if (r.contains("params")) {
+        if (!r["params"].is_object()) throw Error(ErrorKind::InvalidArgument, source, "\"params\" must be an object");
+        request.params = parse_generation_params(r["params"].dump(), source);
+    }
+    return request;
+}
+
+json stats_line(const StepStats& s) {
+    json per_adapter = json::object();
+    for (const auto& [name, rows] : s.rows_per_adapter) per_adapter[name.empty() ? "<base>" : name] = rows;
+    return {{"step", s.step},
+            {"wall_ms", s.wall_ms},
+            {"rows", s.rows},
+            {"prefill_tokens", s.prefill_tokens},
+            {"decode_tokens", s.decode_tokens},
+            {"padded_tokens", s.padded_tokens},
+            {"kv_bytes_allocated", s.kv_bytes_allocated},
+            {"kv_bytes_in_use", s.kv_bytes_in_use},
+            {"queue_depth", s.queue_depth},
+            {"adapter_bytes", s.adapter_bytes},
+            {"rows_per_adapter", per_adapter},
+            {"row_requests", s.row_requests},
+            {"row_prefill", s.row_prefill}};
 }
 
 }  // namespace
 
 int cmd_generate(int argc, char** argv) {
-    const Args args(argc, argv, 2, {"help"});
+    Args args(argc, argv, 2, {"help"});
     if (args.has("help")) {
         std::fputs(kUsage, stdout);
         return 0;
     }
-    args.allow_only({"model", "threads", "max-batch-size", "input", "output", "help"});
-    const std::string dir = args.require("model");
-    const int threads = static_cast<int>(args.get_int("threads", 0));
-    const int64_t max_batch = args.get_int("max-batch-size", 8);
-    if (max_batch < 1) throw Error(ErrorKind::InvalidArgument, "--max-batch-size must be at least 1");
+    std::vector<std::string> known = {"help", "input", "output", "stats"};
+    for (const auto& k : engine_option_names()) known.push_back(k);
+    args.allow_only(known);
 
-    set_compute_threads(threads);
-    c10::InferenceMode inference;
-    const auto model = models::load_model(dir);
-    const auto tokenizer = load_tokenizer_if_present(dir);
+    const EngineOptions options = engine_options_from(args);
     const auto lines = read_json_lines(args.get_or("input", "-"));
-    JsonLineWriter out(args.get_or("output", "-"));
-    const auto options = models::GreedyOptions::from_model(*model);
+    JsonLineWriter writer(args.get_or("output", "-"));
+    std::unique_ptr<JsonLineWriter> stats_writer;
+    if (auto path = args.get("stats")) stats_writer = std::make_unique<JsonLineWriter>(*path);
 
-    std::vector<Pending> pending;
-    for (const auto& line : lines) {
-        nlohmann::json id = line.value && line.value->contains("id") ? (*line.value)["id"] : nlohmann::json();
-        try {
-            if (!line.value) throw Error(ErrorKind::InvalidArgument, line.parse_error);
-            Pending p = parse_request(*line.value, *model, tokenizer.get());
-            p.id = id;
-            pending.push_back(std::move(p));
-        } catch (const Error& e) {
-            out.write({{"id", id}, {"error", e.what()}});
-        }
+    auto engine = create_engine_with_adapters(args, options);
+    std::mutex stats_mutex;
+    if (stats_writer) {
+        engine->set_stats_listener([&](const StepStats& s) {
+            std::lock_guard<std::mutex> lock(stats_mutex);
+            stats_writer->write(stats_line(s));
+        });
     }
-    for (size_t first = 0; first < pending.size(); first += static_cast<size_t>(max_batch)) {
-        const size_t last = std::min(pending.size(), first + static_cast<size_t>(max_batch));
-        std::vector<models::GreedyRequest> batch;
-        for (size_t i = first; i < last; ++i) batch.push_back(pending[i].request);
-        std::vector<models::GreedyOutput> results;
-        try {
-            results = models::greedy_generate(*model, batch, options);
-        } catch (const Error& e) {
-            for (size_t i = first; i < last; ++i) out.write({{"id", pending[i].id}, {"error", e.what()}});
+
+    auto sink = std::make_shared<OutputSink>(writer);
+    size_t submitted = 0;
+    for (const auto& line : lines) {
+        const std::string source = "input line " + std::to_string(line.line_number);
+        // A line that is not a JSON object has no id: its error line says which line it was.
+        json client_id = line.value && line.value->contains("id") ? (*line.value)["id"] : json(nullptr);
+        if (!line.value) {
+            sink->write_error(client_id, source + ": " + line.parse_error);
             continue;
         }
-        for (size_t i = first; i < last; ++i) {
-            const auto& r = results[i - first];
-            out.write({{"id", pending[i].id},
-                       {"text", tokenizer ? tokenizer->decode(r.tokens, /*skip_special_tokens=*/true) : std::string()},
-                       {"token_ids", r.tokens},
-                       {"finish_reason", r.finish_reason},
-                       {"prompt_tokens", pending[i].request.prompt.size()},
-                       {"generated_tokens", r.tokens.size()}});
+        try {
+            Request request = parse_request(*line.value, source);
+            request.client_id = client_id.is_string() ? client_id.get<std::string>() : client_id.dump();
+            sink->submit(*engine, std::move(request), client_id, sink);
+            ++submitted;
+        } catch (const Error& e) {
+            sink->write_error(client_id, e.what());
         }
     }
+    sink->wait(submitted);
+    engine->set_stats_listener(nullptr);
     return 0;
 }
 
