@@ -8,6 +8,7 @@ models never stop early; the number of generated tokens is checked.
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -43,14 +44,19 @@ def prompts(batch, vocab):
 
 
 def time_hf(model, ids, new_tokens, threads):
+    """(wall seconds, CPU seconds of this process) for one generate() call."""
     torch.set_num_threads(threads)
     x = torch.tensor(ids)
     with torch.no_grad():
-        start = time.perf_counter()
-        out = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=new_tokens,
-                             min_new_tokens=new_tokens, do_sample=False, num_beams=1)
-        elapsed = time.perf_counter() - start
-    return elapsed
+        start, cpu = time.perf_counter(), time.process_time()
+        model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=new_tokens,
+                       min_new_tokens=new_tokens, do_sample=False, num_beams=1)
+        return time.perf_counter() - start, time.process_time() - cpu
+
+
+def children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def time_ours(cli, model_dir, ids, new_tokens, threads):
@@ -59,11 +65,11 @@ def time_ours(cli, model_dir, ids, new_tokens, threads):
             f.write(json.dumps({"id": str(i), "input_ids": row, "params": {"max_new_tokens": new_tokens}}) + "\n")
         path = f.name
     try:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), children_cpu()
         out = subprocess.run([cli, "generate", "--model", model_dir, "--threads", str(threads),
                               "--max-batch-size", str(len(ids)), "--input", path, "--output", "-"],
                              check=True, capture_output=True, text=True).stdout
-        elapsed = time.perf_counter() - start
+        elapsed = time.perf_counter() - start, children_cpu() - cpu
     finally:
         os.unlink(path)
     generated = [json.loads(line)["generated_tokens"] for line in out.splitlines() if line.strip()]
@@ -72,9 +78,10 @@ def time_ours(cli, model_dir, ids, new_tokens, threads):
     return elapsed
 
 
-def per_step(fn, steps, repeats):
-    short = min(fn(1) for _ in range(repeats))
-    long = min(fn(1 + steps) for _ in range(repeats))
+def per_step(fn, steps, repeats, clock):
+    pick = 0 if clock == "wall" else 1
+    short = min(fn(1)[pick] for _ in range(repeats))
+    long = min(fn(1 + steps)[pick] for _ in range(repeats))
     return (long - short) / steps
 
 
@@ -88,12 +95,15 @@ def main():
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--only", default="t5,bloom")
     p.add_argument("--batches", default="1,16")
+    p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                   help="cpu: CPU seconds (user+sys, all threads) instead of wall time; steadier on a busy machine")
     args = p.parse_args()
     cli = args.cli or os.path.join(args.root, "build", "release", "bin", "lorascope-cli")
     work = args.work or os.path.join(args.root, "build", "bench-decode")
     os.makedirs(work, exist_ok=True)
-    print(f"threads {args.threads}, {args.steps} timed steps, prompts of {PROMPT_TOKENS} tokens, "
+    print(f"{args.clock} clock, threads {args.threads}, {args.steps} timed steps, prompts of {PROMPT_TOKENS} tokens, "
           f"versions {hf_compat.versions()}")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"{'model':8} {'batch':>5} {'HF ms/step':>11} {'ours ms/step':>13} {'HF/ours':>8}")
     for kind in args.only.split(","):
         model_dir = os.path.join(work, kind)
@@ -103,8 +113,9 @@ def main():
         vocab = model.config.vocab_size
         for batch in [int(b) for b in args.batches.split(",")]:
             ids = prompts(batch, vocab)
-            hf = per_step(lambda n: time_hf(model, ids, n, args.threads), args.steps, args.repeats)
-            ours = per_step(lambda n: time_ours(cli, model_dir, ids, n, args.threads), args.steps, args.repeats)
+            hf = per_step(lambda n: time_hf(model, ids, n, args.threads), args.steps, args.repeats, args.clock)
+            ours = per_step(lambda n: time_ours(cli, model_dir, ids, n, args.threads), args.steps, args.repeats,
+                            args.clock)
             print(f"{kind:8} {batch:>5} {hf * 1e3:>11.2f} {ours * 1e3:>13.2f} {hf / ours:>8.2f}", flush=True)
         del model
 

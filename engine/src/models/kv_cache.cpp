@@ -121,6 +121,10 @@ void KvCache::filter(const std::vector<int64_t>& rows) {
 }
 
 void KvCache::concatenate(const KvCache& other) {
+    if (shape_.layers == 0 && lengths_.empty()) {  // a default-constructed cache takes the other's rows
+        *this = other;
+        return;
+    }
     TORCH_CHECK(other.shape_.layers == shape_.layers && other.shape_.heads == shape_.heads &&
                     other.shape_.head_dim == shape_.head_dim,
                 "KvCache::concatenate: caches of different models");
