@@ -133,6 +133,44 @@ private Q_SLOTS:
         }
     }
 
+    void arbitrary_bytes_never_crash() {
+        // Text from C++ callers need not be valid UTF-8; every backend must survive it (run under ASan).
+        std::vector<std::string> dirs;
+        const json bloom = lorascope::test::read_tokenizer_record("bloom_style");
+        if (bloom.is_null()) QFAIL("oracle record bloom_style missing (run the oracle_tokenizers step)");
+        dirs.push_back(bloom["dir"].get<std::string>());
+        const std::string shared = lorascope::test::shared_tokenizers();
+        if (lorascope::test::exists(shared))
+            for (const char* name : {"t5", "bart", "gpt2"}) dirs.push_back(shared + "/" + name);
+        uint32_t state = 12345;
+        auto next = [&state] { return state = state * 1664525u + 1013904223u; };
+        for (const std::string& dir : dirs) {
+            const auto tok = lorascope::load_tokenizer(dir);
+            for (int round = 0; round < 200; ++round) {
+                std::string text;
+                const int length = static_cast<int>(next() % 40);
+                for (int i = 0; i < length; ++i) {
+                    const uint32_t r = next();
+                    // Mostly raw bytes, sometimes pieces of special tokens and multi-byte sequences.
+                    if (r % 7 == 0) text += "<extra_id_0>";
+                    else if (r % 11 == 0) text += "</s>";
+                    else if (r % 13 == 0) text += "\xE2\x96\x81";
+                    else text += static_cast<char>((r >> 8) & 0xFF);
+                }
+                const auto ids = tok->encode(text);
+                for (int64_t id : ids) QVERIFY(id >= 0 && id < tok->vocab_size());
+                const std::string full = tok->decode(ids);
+                lorascope::StreamingDetokenizer detok(*tok, false);
+                std::string streamed;
+                for (int64_t id : ids) streamed += detok.push(id);
+                streamed += detok.finish();
+                QCOMPARE(QByteArray::fromStdString(streamed), QByteArray::fromStdString(full));
+            }
+            // Ids outside the vocabulary are dropped by decode, as Hugging Face does.
+            QCOMPARE(QByteArray::fromStdString(tok->decode({-1, tok->vocab_size(), 1LL << 40})), QByteArray());
+        }
+    }
+
     void cli_tokenize_matches_the_oracle() {
         QVERIFY2(lorascope::test::exists(lorascope::test::cli_path()),
                  qPrintable(QString("lorascope-cli is not built at %1").arg(lorascope::test::cli_path().c_str())));
