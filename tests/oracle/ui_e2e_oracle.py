@@ -1,0 +1,121 @@
+"""Tiny self-contained T5 + two PEFT LoRA adapters for the end-to-end GUI tests (tests/ui_e2e).
+
+The model carries its own small SentencePiece tokenizer trained here (nothing from ../shared), so
+text prompts work on any machine. The adapters are made by PEFT itself with non-zero lora_B and
+differ in rank and target set. HF + PEFT greedy outputs for the test prompts are recorded too.
+
+Writes under --out:
+  ui_e2e/model/            config.json, model.safetensors, generation_config.json, spiece.model, ...
+  ui_e2e/adapters/<name>/  adapter_config.json, adapter_model.safetensors
+  ui_e2e/manifest.json     paths, adapter specs, prompts, HF greedy token ids, versions
+"""
+import argparse
+import io
+import json
+import os
+import shutil
+
+import hf_compat  # noqa: F401  (first: offline env, torch.distributed shim)
+
+import sentencepiece as spm
+import torch
+from peft import LoraConfig, PeftModel, get_peft_model
+from transformers import T5Config, T5ForConditionalGeneration, T5Tokenizer
+
+SEED = 2024
+MAX_NEW_TOKENS = 8
+TEXT = """The quick brown fox jumps over the lazy dog.
+Lorascope batches many prompts and decodes them together.
+Adapters change what a model says; the base model stays the same.
+One two three four five six seven eight nine ten.
+Translate English to German: the house is wonderful.
+Summarize: continuous batching admits new requests at every step.
+"""
+ADAPTERS = [
+    ("style-a", dict(r=4, lora_alpha=8, target_modules=["q", "v"]), 11),
+    ("style-b", dict(r=8, lora_alpha=16, target_modules=["q", "k", "v", "o", "wi", "wo"]), 12),
+]
+PROMPTS = [
+    ("p1", "The quick brown fox jumps over the lazy dog.", ""),
+    ("p2", "Translate English to German: the house is wonderful.", "style-a"),
+    ("p3", "Summarize: continuous batching admits new requests.", "style-b"),
+    ("p4", "One two three four five.", "style-a"),
+    ("p5", "Adapters change what a model says.", ""),
+]
+
+
+def randomize_lora(model, seed):
+    """PEFT initialises lora_B to zero; random A and B make each adapter move the logits."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_A" in name:
+                p.copy_(torch.randn(p.shape, generator=g) / p.shape[1] ** 0.5)
+            elif "lora_B" in name:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.5 / p.shape[1] ** 0.5)
+
+
+def greedy(model, tok, prompt):
+    ids = tok(prompt, return_tensors="pt").input_ids
+    out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=MAX_NEW_TOKENS,
+                         do_sample=False, num_beams=1)[0].tolist()
+    return ids[0].tolist(), out[1:]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    root = os.path.abspath(os.path.join(args.out, "ui_e2e"))
+    if os.path.isdir(root):
+        shutil.rmtree(root)
+    mdir = os.path.join(root, "model")
+    os.makedirs(mdir)
+
+    proto = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(TEXT.splitlines() * 20), model_writer=proto,
+        vocab_size=96, model_type="unigram", hard_vocab_limit=False, pad_id=0, eos_id=1, unk_id=2, bos_id=-1,
+        character_coverage=1.0, num_threads=1, seed_sentencepiece_size=10000, minloglevel=2)
+    with open(os.path.join(mdir, "spiece.model"), "wb") as f:
+        f.write(proto.getvalue())
+    tok = T5Tokenizer(os.path.join(mdir, "spiece.model"), extra_ids=4, legacy=False)
+    tok.save_pretrained(mdir)
+
+    torch.manual_seed(SEED)
+    config = T5Config(vocab_size=len(tok), d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
+                      feed_forward_proj="relu", tie_word_embeddings=False, dropout_rate=0.0,
+                      decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+    model = T5ForConditionalGeneration(config).eval()
+    model.save_pretrained(mdir, safe_serialization=True)
+
+    manifest = {"model": mdir, "max_new_tokens": MAX_NEW_TOKENS, "adapters": {}, "prompts": [],
+                "versions": hf_compat.versions(), "seed": SEED}
+    for name, kwargs, seed in ADAPTERS:
+        adir = os.path.join(root, "adapters", name)
+        base = T5ForConditionalGeneration.from_pretrained(mdir, torch_dtype=torch.float32).eval()
+        peft_model = get_peft_model(base, LoraConfig(task_type="SEQ_2_SEQ_LM", lora_dropout=0.0,
+                                                     init_lora_weights=False, **kwargs))
+        randomize_lora(peft_model, seed)
+        peft_model.save_pretrained(adir, safe_serialization=True)
+        manifest["adapters"][name] = {"dir": adir, "r": kwargs["r"], "targets": sorted(kwargs["target_modules"])}
+
+    base = T5ForConditionalGeneration.from_pretrained(mdir, torch_dtype=torch.float32).eval()
+    for pid, prompt, adapter in PROMPTS:
+        if adapter:
+            m = PeftModel.from_pretrained(T5ForConditionalGeneration.from_pretrained(mdir, torch_dtype=torch.float32),
+                                          manifest["adapters"][adapter]["dir"]).eval()
+        else:
+            m = base
+        with torch.no_grad():
+            input_ids, output_ids = greedy(m, tok, prompt)
+        manifest["prompts"].append({"id": pid, "prompt": prompt, "adapter": adapter, "input_ids": input_ids,
+                                    "hf_greedy_ids": output_ids,
+                                    "hf_text": tok.decode(output_ids, skip_special_tokens=True)})
+    with open(os.path.join(root, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+    print(root)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,347 @@
+// The main window driven through its own controls against the real LibTorch engine on the
+// oracle's tiny T5 (own SentencePiece tokenizer) and two PEFT adapters: load, adapters checked
+// against `lorascope-cli info`, five prompts across base and adapters equal to
+// `lorascope-cli generate` (and HF + PEFT greedy ids), cancel, the bad-directory dialog,
+// pause/step, and the event loop's worst gap while the engine decodes.
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <map>
+
+#include "adapter_list_model.h"
+#include "adapters_panel.h"
+#include "batching_inspector.h"
+#include "e2e_support.h"
+#include "error_reporter.h"
+#include "lorascope/engine.h"
+#include "main_window.h"
+#include "model_panel.h"
+#include "params_panel.h"
+#include "prompt_composer.h"
+#include "request_board.h"
+#include "request_table_model.h"
+#include "step_stats_model.h"
+
+using namespace lorascope;
+using namespace lorascope::ui;
+
+namespace {
+
+struct CliResult {
+    QString text, finish_reason;
+    std::vector<int64_t> token_ids;
+};
+
+std::vector<int64_t> idsOf(const QJsonArray& a) {
+    std::vector<int64_t> out;
+    for (const auto& v : a) out.push_back(v.toInteger());
+    return out;
+}
+
+}  // namespace
+
+class WindowRealEngineTest : public QObject {
+    Q_OBJECT
+    QTemporaryDir dir_;
+    test::E2eManifest manifest_;
+    std::map<QString, CliResult> cli_;   // by prompt id
+    std::vector<std::unique_ptr<QAbstractItemModelTester>> testers_;
+
+    std::unique_ptr<MainWindow> makeWindow() {
+        MainWindowOptions o;
+        o.engine_factory = [](const EngineOptions& e) { return Engine::create(e); };
+        o.settings_file = dir_.filePath(QStringLiteral("settings.ini"));
+        auto w = std::make_unique<MainWindow>(std::move(o));
+        w->modelPanel()->setThreads(1);   // the CLI runs with --threads 1 too; CI has 2 cores
+        w->resize(1280, 800);
+        w->show();
+        testers_.clear();
+        for (QAbstractItemModel* m : std::initializer_list<QAbstractItemModel*>{w->requestModel(), w->adapterModel(), w->stepModel()})
+            testers_.push_back(std::make_unique<QAbstractItemModelTester>(m, QAbstractItemModelTester::FailureReportingMode::QtTest));
+        return w;
+    }
+
+    // Types the directory into the model panel and presses its Load button.
+    bool loadThroughPanel(MainWindow& w, const QString& dir) {
+        QSignalSpy finished(w.bridge(), &EngineBridge::loadFinished);
+        w.modelPanel()->setModelDir(dir);
+        QTest::mouseClick(w.modelPanel()->loadButton(), Qt::LeftButton);
+        return finished.wait(120000);
+    }
+
+    // The adapters panel's own path (what its Add button and recent menu emit).
+    bool addAdaptersThroughPanel(MainWindow& w) {
+        for (const auto& a : manifest_.adapters) Q_EMIT w.adaptersPanel()->addRequested(a.dir);
+        QElapsedTimer clock;
+        clock.start();
+        while (w.adapterModel()->readyNames().size() < 2 && clock.elapsed() < 60000) QTest::qWait(20);
+        return w.adapterModel()->readyNames().size() == 2;
+    }
+
+    QString writePromptFile(const QString& name, const QByteArray& jsonl) {
+        const QString path = dir_.filePath(name);
+        QFile f(path);
+        if (!f.open(QIODevice::WriteOnly)) return {};
+        f.write(jsonl);
+        return path;
+    }
+
+    QJsonObject manifestPrompt(const QString& id) const {
+        for (const auto& v : manifest_.prompts)
+            if (v.toObject().value(QStringLiteral("id")).toString() == id) return v.toObject();
+        return {};
+    }
+
+    QByteArray requestLine(const QString& id, const QJsonObject& extra_params = {}) const {
+        const QJsonObject p = manifestPrompt(id);
+        QJsonObject params{{QStringLiteral("max_new_tokens"), manifest_.max_new_tokens}};
+        for (auto it = extra_params.begin(); it != extra_params.end(); ++it) params.insert(it.key(), it.value());
+        QJsonObject line{{QStringLiteral("id"), id}, {QStringLiteral("prompt"), p.value(QStringLiteral("prompt"))},
+                         {QStringLiteral("adapter"), p.value(QStringLiteral("adapter"))}, {QStringLiteral("params"), params}};
+        return QJsonDocument(line).toJson(QJsonDocument::Compact) + '\n';
+    }
+
+    // Streamed pieces, final text and token ids of a finished request equal the CLI's for the same request.
+    void checkAgainstCli(const RequestRecord& r) {
+        const auto it = cli_.find(r.client_id);
+        QVERIFY2(it != cli_.end(), qPrintable(r.client_id));
+        QString streamed;
+        std::vector<int64_t> ids;
+        for (const auto& t : r.tokens) {
+            streamed += t.text;
+            ids.push_back(t.token_id);
+        }
+        QCOMPARE(r.status, RequestStatus::Finished);
+        QCOMPARE(r.text, it->second.text);
+        QCOMPARE(streamed, it->second.text);
+        QCOMPARE(ids, it->second.token_ids);
+        QCOMPARE(r.finish_reason, it->second.finish_reason);
+        // HF + PEFT agree (the oracle's greedy ids, eos included when generated).
+        QCOMPARE(ids, idsOf(manifestPrompt(r.client_id).value(QStringLiteral("hf_greedy_ids")).toArray()));
+    }
+
+    QMessageBox* errorDialog(MainWindow& w) {
+        return w.findChild<QMessageBox*>(QLatin1String(DialogErrorReporter::kObjectName));
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        QVERIFY(dir_.isValid());
+        manifest_ = test::loadE2eManifest();
+        QVERIFY2(manifest_.error.isEmpty(), qPrintable(manifest_.error));
+        // The reference: the same five requests through lorascope-cli generate.
+        QByteArray input;
+        for (const auto& v : manifest_.prompts) input += requestLine(v.toObject().value(QStringLiteral("id")).toString());
+        QString error;
+        const QByteArray out = test::runCli(QStringList{QStringLiteral("generate"), QStringLiteral("--model"), manifest_.model}
+                                                << test::cliAdapterArgs(manifest_)
+                                                << QStringList{QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--input"),
+                                                               QStringLiteral("-"), QStringLiteral("--output"), QStringLiteral("-")},
+                                            input, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        for (const QJsonObject& o : test::parseJsonLines(out)) {
+            QVERIFY2(!o.contains(QStringLiteral("error")), qPrintable(QString::fromUtf8(QJsonDocument(o).toJson())));
+            cli_[o.value(QStringLiteral("id")).toString()] = {o.value(QStringLiteral("text")).toString(),
+                                                              o.value(QStringLiteral("finish_reason")).toString(),
+                                                              idsOf(o.value(QStringLiteral("token_ids")).toArray())};
+        }
+        QCOMPARE(cli_.size(), size_t(5));
+    }
+
+    void loadAndAddAdaptersMatchCliInfo() {
+        auto w = makeWindow();
+        QVERIFY(loadThroughPanel(*w, manifest_.model));
+        QVERIFY(w->bridge()->hasEngine());
+        QCOMPARE(QString::fromStdString(w->bridge()->modelConfig()->model_type), QStringLiteral("t5"));
+        QVERIFY(addAdaptersThroughPanel(*w));
+        QString error;
+        const QByteArray out = test::runCli(QStringList{QStringLiteral("info"), QStringLiteral("--model"), manifest_.model}
+                                                << test::cliAdapterArgs(manifest_),
+                                            {}, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        const QJsonArray adapters = QJsonDocument::fromJson(out).object().value(QStringLiteral("adapters")).toArray();
+        QCOMPARE(adapters.size(), 2);
+        AdapterListModel* model = w->adapterModel();
+        for (const auto& v : adapters) {
+            const QJsonObject a = v.toObject();
+            const QJsonObject applied = a.value(QStringLiteral("applied")).toObject();
+            const int row = model->rowOf(a.value(QStringLiteral("name")).toString());
+            QVERIFY2(row >= 0, qPrintable(a.value(QStringLiteral("name")).toString()));
+            QStringList targets;
+            for (const auto& t : applied.value(QStringLiteral("targets")).toArray()) targets << t.toString();
+            QCOMPARE(model->data(model->index(row, AdapterListModel::ColRank)).toLongLong(), applied.value(QStringLiteral("rank")).toInteger());
+            QCOMPARE(model->data(model->index(row, AdapterListModel::ColTargets)).toString(), targets.join(QStringLiteral(", ")));
+            QCOMPARE(model->data(model->index(row, AdapterListModel::ColStatus)).toString(), QStringLiteral("ok"));
+            QCOMPARE(a.value(QStringLiteral("validation")).toString(), QStringLiteral("ok"));
+        }
+        // The two adapters really differ (rank and target set) so the check above means something.
+        QVERIFY(model->data(model->index(0, AdapterListModel::ColRank)) != model->data(model->index(1, AdapterListModel::ColRank)));
+    }
+
+    void fivePromptsAcrossBaseAndAdaptersEqualTheCli() {
+        auto w = makeWindow();
+        QVERIFY(loadThroughPanel(*w, manifest_.model));
+        QVERIFY(addAdaptersThroughPanel(*w));
+        QByteArray jsonl;
+        for (const auto& v : manifest_.prompts) jsonl += requestLine(v.toObject().value(QStringLiteral("id")).toString());
+        w->composer()->loadFile(writePromptFile(QStringLiteral("five.jsonl"), jsonl));
+        QSignalSpy all(w->requestModel(), &RequestTableModel::allFinished);
+        w->composer()->editor()->setFocus();
+        QTest::keyClick(w->composer()->editor(), Qt::Key_Return, Qt::ControlModifier);   // Ctrl+Enter submits
+        QCOMPARE(w->requestModel()->rowCount(), 5);
+        QVERIFY(all.wait(120000));
+        QSet<QString> adapters;
+        for (const auto& r : w->requestModel()->records()) {
+            checkAgainstCli(r);
+            if (QTest::currentTestFailed()) return;
+            adapters << r.adapterLabel();
+        }
+        QCOMPARE(adapters.size(), 3);   // base and both adapters
+    }
+
+    void cancellingALongRequestLeavesTheOthersIntact() {
+        auto w = makeWindow();
+        QVERIFY(loadThroughPanel(*w, manifest_.model));
+        QVERIFY(addAdaptersThroughPanel(*w));
+        const QJsonObject long_params{{QStringLiteral("max_new_tokens"), 3000}, {QStringLiteral("ignore_eos"), true}};
+        w->composer()->loadFile(writePromptFile(QStringLiteral("cancel.jsonl"),
+                                                requestLine(QStringLiteral("p1")) + requestLine(QStringLiteral("p2"), long_params) +
+                                                    requestLine(QStringLiteral("p3"))));
+        QSignalSpy all(w->requestModel(), &RequestTableModel::allFinished);
+        QCOMPARE(w->submitPrompts().size(), size_t(3));
+        QTRY_VERIFY_WITH_TIMEOUT(w->requestModel()->recordAt(1).tokens.size() >= 5, 60000);
+        QCOMPARE(w->requestModel()->recordAt(1).status, RequestStatus::Running);
+        w->requestBoard()->view()->selectRow(1);
+        QTest::keyClick(w->requestBoard()->view(), Qt::Key_Escape);
+        QVERIFY(all.wait(60000));
+        const RequestRecord& cancelled = w->requestModel()->recordAt(1);
+        QCOMPARE(cancelled.status, RequestStatus::Cancelled);
+        QCOMPARE(cancelled.finish_reason, QStringLiteral("cancelled"));
+        QVERIFY2(cancelled.tokens.size() < 3000, "cancelled mid-stream");
+        checkAgainstCli(w->requestModel()->recordAt(0));
+        checkAgainstCli(w->requestModel()->recordAt(2));
+    }
+
+    void badDirectoryShowsTheDialogAndALaterLoadWorks() {
+        auto w = makeWindow();
+        const QString bad = dir_.filePath(QStringLiteral("not-a-model"));
+        QDir().mkpath(bad);
+        QSignalSpy failed(w->bridge(), &EngineBridge::loadFailed);
+        w->modelPanel()->setModelDir(bad);
+        QTest::mouseClick(w->modelPanel()->loadButton(), Qt::LeftButton);
+        QVERIFY(failed.wait(60000));
+        QMessageBox* box = errorDialog(*w);
+        QVERIFY(box);
+        QTRY_VERIFY(box->isVisible());
+        QVERIFY2(box->text().contains(QStringLiteral("not-a-model")), qPrintable(box->text()));
+        QVERIFY(!w->bridge()->hasEngine());
+        box->button(QMessageBox::Ok)->click();
+        QTRY_VERIFY(!errorDialog(*w));
+        QVERIFY(loadThroughPanel(*w, manifest_.model));
+        QVERIFY(w->bridge()->hasEngine());
+        QVERIFY(!errorDialog(*w));
+    }
+
+    void pauseAndStepWalkTheRealEngineOneStepAtATime() {
+        auto w = makeWindow();
+        QVERIFY(loadThroughPanel(*w, manifest_.model));
+        w->showTab(MainWindow::Tab::Batching);
+        BatchingInspector* inspector = w->batchingInspector();
+        QTest::mouseClick(inspector->pauseButton(), Qt::LeftButton);
+        QVERIFY(w->bridge()->isPaused());
+        const QJsonObject long_params{{QStringLiteral("max_new_tokens"), 40}, {QStringLiteral("ignore_eos"), true}};
+        w->composer()->loadFile(writePromptFile(QStringLiteral("step1.jsonl"), requestLine(QStringLiteral("p1"), long_params)));
+        QCOMPARE(w->submitPrompts().size(), size_t(1));
+        QTest::qWait(300);
+        QCOMPARE(w->stepModel()->rowCount(), 0);   // held
+        QTest::mouseClick(inspector->stepButton(), Qt::LeftButton);
+        QTRY_COMPARE_WITH_TIMEOUT(w->stepModel()->rowCount(), 1, 30000);
+        const Ticket first = w->requestModel()->recordAt(0).ticket;
+        {
+            const StepSample& s = w->stepModel()->samples().back();
+            QCOMPARE(s.row_tickets, std::vector<Ticket>{first});
+            QCOMPARE(s.stats.row_prefill, std::vector<bool>{true});
+        }
+        QTest::mouseClick(inspector->stepButton(), Qt::LeftButton);
+        QTRY_COMPARE_WITH_TIMEOUT(w->stepModel()->rowCount(), 2, 30000);
+        QCOMPARE(w->stepModel()->samples().back().stats.row_prefill, std::vector<bool>{false});
+        QTest::qWait(300);
+        QCOMPARE(w->stepModel()->rowCount(), 2);   // one StepStats per Step, no more
+        // A second (base-model) request joins the running batch at the next step: its row is the prefill one.
+        w->composer()->loadFile(writePromptFile(QStringLiteral("step2.jsonl"), requestLine(QStringLiteral("p5"), long_params)));
+        QCOMPARE(w->submitPrompts().size(), size_t(1));
+        QTest::qWait(300);
+        QCOMPARE(w->stepModel()->rowCount(), 2);
+        QTest::mouseClick(inspector->stepButton(), Qt::LeftButton);
+        QTRY_COMPARE_WITH_TIMEOUT(w->stepModel()->rowCount(), 3, 30000);
+        const Ticket second = w->requestModel()->recordAt(1).ticket;
+        QVERIFY2(w->requestModel()->recordAt(1).error.isEmpty(), qPrintable(w->requestModel()->recordAt(1).error));
+        {
+            const StepSample& s = w->stepModel()->samples().back();
+            QCOMPARE(s.row_tickets.size(), size_t(2));
+            QCOMPARE(s.stats.row_prefill.size(), size_t(2));
+            for (size_t i = 0; i < 2; ++i) QCOMPARE(bool(s.stats.row_prefill[i]), s.row_tickets[i] == second);
+            QVERIFY(std::find(s.row_tickets.begin(), s.row_tickets.end(), first) != s.row_tickets.end());
+        }
+        QTest::qWait(300);
+        QCOMPARE(w->stepModel()->rowCount(), 3);
+        QCOMPARE(w->requestModel()->recordAt(0).tokens.size(), size_t(3));   // one token per step
+        QCOMPARE(w->requestModel()->recordAt(1).tokens.size(), size_t(1));
+        QTest::mouseClick(inspector->pauseButton(), Qt::LeftButton);
+        QVERIFY(!w->bridge()->isPaused());
+        QTRY_COMPARE_WITH_TIMEOUT(w->requestModel()->unfinishedCount(), 0, 60000);
+        QCOMPARE(w->requestModel()->recordAt(0).tokens.size(), size_t(40));
+    }
+
+    void eventLoopKeepsTurningWhileTheRealEngineDecodes() {
+        auto w = makeWindow();
+        QVERIFY(loadThroughPanel(*w, manifest_.model));
+        QVERIFY(addAdaptersThroughPanel(*w));
+        w->showTab(MainWindow::Tab::Batching);   // charts and timeline redraw too
+        ParamsPanel::Values v = w->paramsPanel()->values();
+        v.max_new_tokens = 200;
+        v.ignore_eos = true;
+        w->paramsPanel()->setValues(v);
+        w->composer()->setMode(PromptComposer::Mode::OnePerLine);
+        QStringList lines;
+        for (int i = 0; i < 16; ++i) lines << QStringLiteral("The quick brown fox %1").arg(i);
+        w->composer()->setText(lines.join(QLatin1Char('\n')));
+        QStringList targets{QString()};
+        for (const auto& a : manifest_.adapters) targets << a.name;
+        w->composer()->setSelectedTargets(targets);   // 16 prompts x (base + 2 adapters) = 48 requests
+        QElapsedTimer clock;
+        qint64 last = 0, worst = 0;
+        QTimer probe;
+        probe.setInterval(5);
+        connect(&probe, &QTimer::timeout, [&] {
+            const qint64 now = clock.elapsed();
+            worst = qMax(worst, now - last);
+            last = now;
+        });
+        clock.start();
+        probe.start();
+        QCOMPARE(w->submitPrompts().size(), size_t(48));
+        QTRY_COMPARE_WITH_TIMEOUT(w->requestModel()->unfinishedCount(), 0, 300000);
+        probe.stop();
+        qint64 tokens = 0;
+        for (const auto& r : w->requestModel()->records()) {
+            QCOMPARE(r.status, RequestStatus::Finished);
+            tokens += qint64(r.tokens.size());
+        }
+        QCOMPARE(tokens, qint64(48 * 200));
+        qInfo("worst event-loop gap while the real engine decoded 48 x 200 tokens: %lld ms over %lld ms (%d steps)", worst,
+              clock.elapsed(), w->stepModel()->rowCount());
+        QVERIFY2(clock.elapsed() > 300, "the decode must last long enough for the measurement to mean something");
+        QVERIFY2(worst < 500, qPrintable(QStringLiteral("worst gap %1 ms").arg(worst)));
+    }
+};
+
+QTEST_MAIN(WindowRealEngineTest)
+#include "test_window_real_engine.moc"
