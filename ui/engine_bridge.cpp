@@ -153,6 +153,10 @@ Ticket EngineBridge::submit(Request request, int compare_group) {
     return ticket;
 }
 
+void EngineBridge::holdSubmissions(bool hold) {
+    if (engine_ && !paused_) engine_->set_paused(hold);
+}
+
 void EngineBridge::cancel(Ticket ticket) {
     auto it = engine_ids_.find(ticket);
     if (engine_ && it != engine_ids_.end()) engine_->cancel(it->second);

@@ -45,6 +45,10 @@ public:
     // Returns the ticket that all events of this request carry, or 0 (and errorOccurred)
     // when no model is loaded.
     Ticket submit(Request request, int compare_group = 0);
+    // Between holdSubmissions(true) and (false) the engine waits at its next step boundary, so
+    // requests submitted in between join the batch in the same step (a comparison's columns then
+    // decode together). No effect while the person has paused the engine: it holds them anyway.
+    void holdSubmissions(bool hold);
     void cancel(Ticket ticket);
     void cancelAll();
     bool isActive(Ticket ticket) const;

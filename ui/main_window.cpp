@@ -266,6 +266,9 @@ std::vector<Ticket> MainWindow::submit(const QStringList& targets, bool first_pr
         return tickets;
     }
     const GenerationParams base = params_panel_->params();
+    // Everything sent by one action joins the engine's batch at the same step, however long the
+    // window takes to add each row.
+    bridge_->holdSubmissions(true);
     for (const PromptItem& item : items) {
         const QStringList item_targets = item.adapter && compare_group == 0 ? QStringList{*item.adapter} : targets;
         for (const QString& target : item_targets) {
@@ -279,6 +282,7 @@ std::vector<Ticket> MainWindow::submit(const QStringList& targets, bool first_pr
             if (const Ticket t = bridge_->submit(std::move(r), compare_group)) tickets.push_back(t);
         }
     }
+    bridge_->holdSubmissions(false);
     refreshStatus();
     return tickets;
 }
