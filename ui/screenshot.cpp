@@ -26,7 +26,8 @@ QStringList renderScreenshots(MainWindow& window, const QString& dir, QString* e
         window.bridge()->drainNow();
         for (int i = 0; i < 5; ++i) QCoreApplication::processEvents();   // layouts settle over a few passes
         const QString path = QDir(dir).filePath(QLatin1String(shot.file));
-        if (!window.grab().save(path)) {
+        // Quality 0 is PNG's strongest (still lossless) compression: the README embeds these files.
+        if (!window.grab().save(path, "PNG", 0)) {
             if (error) *error = QStringLiteral("%1: could not write the PNG").arg(path);
             return written;
         }
