@@ -18,6 +18,7 @@
 #include "adapter_list_model.h"
 #include "adapters_panel.h"
 #include "batching_inspector.h"
+#include "comparison_view.h"
 #include "e2e_support.h"
 #include "error_reporter.h"
 #include "lorascope/engine.h"
@@ -204,6 +205,33 @@ private Q_SLOTS:
             adapters << r.adapterLabel();
         }
         QCOMPARE(adapters.size(), 3);   // base and both adapters
+    }
+
+    void comparisonColumnsJoinTheBatchInTheSameStep() {
+        auto w = makeWindow();
+        QVERIFY(loadThroughPanel(*w, manifest_.model));
+        QVERIFY(addAdaptersThroughPanel(*w));
+        w->composer()->setText(manifestPrompt(QStringLiteral("p2")).value(QStringLiteral("prompt")).toString());
+        QStringList targets{QString()};
+        for (const auto& a : manifest_.adapters) targets << a.name;
+        w->composer()->setSelectedTargets(targets);
+        QSignalSpy all(w->requestModel(), &RequestTableModel::allFinished);
+        const int group = w->compareTargets();
+        QVERIFY(group > 0);
+        QVERIFY(all.wait(60000));
+        QCOMPARE(w->comparisonView()->columnCount(), 3);
+        const std::vector<Ticket> tickets = w->requestModel()->ticketsInGroup(group);
+        QCOMPARE(tickets.size(), size_t(3));
+        // The first step that holds any column holds all three, each as a joining (prefill) row.
+        for (const StepSample& s : w->stepModel()->samples()) {
+            int joined = 0;
+            for (size_t i = 0; i < s.row_tickets.size(); ++i)
+                if (std::find(tickets.begin(), tickets.end(), s.row_tickets[i]) != tickets.end()) joined += s.stats.row_prefill.at(i) ? 1 : 0;
+            if (joined == 0) continue;
+            QCOMPARE(joined, 3);
+            return;
+        }
+        QFAIL("no step held the comparison's requests");
     }
 
     void cancellingALongRequestLeavesTheOthersIntact() {
