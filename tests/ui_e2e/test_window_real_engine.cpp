@@ -54,11 +54,13 @@ class WindowRealEngineTest : public QObject {
     test::E2eManifest manifest_;
     std::map<QString, CliResult> cli_;   // by prompt id
     std::vector<std::unique_ptr<QAbstractItemModelTester>> testers_;
+    int windows_ = 0;
 
     std::unique_ptr<MainWindow> makeWindow() {
         MainWindowOptions o;
         o.engine_factory = [](const EngineOptions& e) { return Engine::create(e); };
-        o.settings_file = dir_.filePath(QStringLiteral("settings.ini"));
+        // A fresh settings file per window: parameters one test changes must not leak into the next.
+        o.settings_file = dir_.filePath(QStringLiteral("settings-%1.ini").arg(++windows_));
         auto w = std::make_unique<MainWindow>(std::move(o));
         w->modelPanel()->setThreads(1);   // the CLI runs with --threads 1 too; CI has 2 cores
         w->resize(1280, 800);
