@@ -170,7 +170,13 @@ int cmd_bench(int argc, char** argv) {
     EngineOptions options = engine_options_from(args);
     options.static_batching = args.has("static");
     auto engine = create_engine_with_adapters(args, options);
-    const auto requests = build_requests(workload, workload_path, engine->model_config().vocab_size());
+    std::vector<Request> requests;
+    try {
+        requests = build_requests(workload, workload_path, engine->model_config().vocab_size());
+    } catch (const json::exception& e) {
+        // A field of the wrong type: name the file rather than surfacing a library message alone.
+        throw Error(ErrorKind::Format, workload_path, std::string("unexpected workload structure: ") + e.what());
+    }
 
     // Statistics arrive on the engine thread.
     std::mutex stats_mutex;
