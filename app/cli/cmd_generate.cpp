@@ -25,7 +25,7 @@ using nlohmann::json;
 const char* const kUsage =
     "usage: lorascope-cli generate --model DIR [--adapter NAME=DIR]... [--threads N] [--device cpu|cuda]\n"
     "         [--dtype float32|float16|bfloat16] [--max-batch-size N] [--max-batch-tokens N]\n"
-    "         [--input FILE|-] [--output FILE|-] [--stats FILE]\n"
+    "         [--adapter-memory-budget BYTES] [--input FILE|-] [--output FILE|-] [--stats FILE]\n"
     "  input:  JSON Lines {\"id\", \"prompt\" | \"input_ids\", \"adapter\", \"params\": {max_new_tokens, min_new_tokens,\n"
     "          do_sample, temperature, top_k, top_p, typical_p, min_p, repetition_penalty, no_repeat_ngram_size,\n"
     "          num_beams, length_penalty, early_stopping, stop, seed, ignore_eos, logprobs}}\n"

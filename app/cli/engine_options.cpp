@@ -5,7 +5,8 @@
 namespace lorascope::cli {
 
 std::vector<std::string> engine_option_names() {
-    return {"model", "threads", "device", "dtype", "max-batch-size", "max-batch-tokens", "adapter"};
+    return {"model", "threads", "device", "dtype", "max-batch-size", "max-batch-tokens", "adapter",
+            "adapter-memory-budget"};
 }
 
 EngineOptions engine_options_from(const Args& args) {
@@ -16,6 +17,9 @@ EngineOptions engine_options_from(const Args& args) {
     options.dtype = args.get_or("dtype", "float32");
     options.max_batch_size = args.get_int("max-batch-size", options.max_batch_size);
     options.max_batch_tokens = args.get_int("max-batch-tokens", options.max_batch_tokens);
+    options.adapter_memory_budget = args.get_int("adapter-memory-budget", 0);
+    if (options.adapter_memory_budget < 0)
+        throw Error(ErrorKind::InvalidArgument, "--adapter-memory-budget must be >= 0 (bytes; 0 = unlimited)");
     if (options.threads < 0) throw Error(ErrorKind::InvalidArgument, "--threads must be >= 0");
     if (options.max_batch_size < 1) throw Error(ErrorKind::InvalidArgument, "--max-batch-size must be >= 1");
     if (options.max_batch_tokens < 1) throw Error(ErrorKind::InvalidArgument, "--max-batch-tokens must be >= 1");

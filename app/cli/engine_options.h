@@ -11,6 +11,7 @@
 namespace lorascope::cli {
 
 // --model --threads --device --dtype --max-batch-size --max-batch-tokens --adapter
+// --adapter-memory-budget
 std::vector<std::string> engine_option_names();
 EngineOptions engine_options_from(const Args& args);
 // Creates the engine and loads every `--adapter NAME=DIR` (an adapter that fails to load is an

@@ -86,7 +86,9 @@ struct EngineOptions {
     int64_t max_batch_size = 32;
     int64_t max_batch_tokens = 16384;  // counts padding
     bool static_batching = false;      // no joins until the running batch drains (for comparison)
-    int64_t adapter_memory_budget = 0; // bytes; 0 = unlimited
+    // Bytes of resident adapter weights; 0 = unlimited. Soft: idle adapters are evicted least
+    // recently used first, but adapters pinned by running requests stay, even over the budget.
+    int64_t adapter_memory_budget = 0;
 };
 
 struct AdapterInfo {
