@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "cli_process.h"
 #include "io_test_util.h"
 
 using namespace lorascope;
@@ -15,21 +16,9 @@ using nlohmann::json;
 
 namespace {
 
-struct CliResult {
-    int exit_code = -1;
-    std::string out, err;
-};
+using test::CliResult;
 
-CliResult run_cli(const QStringList& args) {
-    QProcess p;
-    p.start(QString::fromStdString(test::cli_path()), QStringList{"info"} + args);
-    CliResult r;
-    if (!p.waitForFinished(120000)) return r;
-    r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = p.readAllStandardOutput().toStdString();
-    r.err = p.readAllStandardError().toStdString();
-    return r;
-}
+CliResult run_cli(const QStringList& args) { return test::run_cli_command(QStringList{"info"} + args); }
 
 json run_ok(const QStringList& args) {
     const CliResult r = run_cli(args);

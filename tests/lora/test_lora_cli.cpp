@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lora_records.h"
+#include "cli_process.h"
 #include "test_env.h"
 
 using namespace lorascope;
@@ -15,21 +16,9 @@ using nlohmann::json;
 
 namespace {
 
-struct CliResult {
-    int exit_code = -1;
-    std::string out, err;
-};
+using test::CliResult;
 
-CliResult run_info(const QStringList& args) {
-    QProcess p;
-    p.start(QString::fromStdString(test::cli_path()), QStringList{"info"} + args);
-    CliResult r;
-    if (!p.waitForFinished(120000)) return r;
-    r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = p.readAllStandardOutput().toStdString();
-    r.err = p.readAllStandardError().toStdString();
-    return r;
-}
+CliResult run_info(const QStringList& args) { return test::run_cli_command(QStringList{"info"} + args); }
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
 
