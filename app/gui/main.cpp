@@ -74,6 +74,9 @@ int main(int argc, char** argv) {
     auto* bridge = window.bridge();
     window.resize(1280, 800);
     window.show();
+    // A model, adapter or request that failed still gets its screenshots (they show the error
+    // state), but the exit status says so: scripts and tests must not mistake them for the real views.
+    bool load_failed = false;
     if (!model_dir.isEmpty()) {
         bool failed = false;
         QObject::connect(bridge, &lorascope::ui::EngineBridge::loadFailed, [&](const QString&, const QString& message) {
@@ -90,6 +93,12 @@ int main(int argc, char** argv) {
                     if (e.state == lorascope::ui::AdapterListModel::State::Loading) return false;
                 return true;
             }, 60000);
+            for (const auto& e : window.adapterModel()->entries()) {
+                if (e.state == lorascope::ui::AdapterListModel::State::Ready) continue;
+                std::fprintf(stderr, "lorascope: adapter %s: %s\n", qPrintable(e.path),
+                             qPrintable(e.error.isEmpty() ? QStringLiteral("did not finish loading") : e.error));
+                load_failed = true;
+            }
             for (const auto& a : bridge->adapters()) targets << QString::fromStdString(a.name);
             window.composer()->setAdapters(targets.mid(1));
             window.composer()->setSelectedTargets(targets);
@@ -97,6 +106,14 @@ int main(int argc, char** argv) {
             if (targets.size() > 1) window.compareTargets();
             else window.submitPrompts();
             spin_until([&] { return window.requestModel()->unfinishedCount() == 0; }, 120000);
+            for (const auto& r : window.requestModel()->records()) {
+                if (r.status != lorascope::ui::RequestStatus::Failed) continue;
+                std::fprintf(stderr, "lorascope: request %s failed: %s\n", qPrintable(r.client_id), qPrintable(r.error));
+                load_failed = true;
+            }
+        } else {
+            if (!failed) std::fprintf(stderr, "lorascope: %s: the model did not finish loading\n", qPrintable(model_dir));
+            load_failed = true;
         }
     }
     QString error;
@@ -106,5 +123,5 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "lorascope: %s\n", qPrintable(error));
         return 1;
     }
-    return 0;
+    return load_failed ? 1 : 0;
 }
