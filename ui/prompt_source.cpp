@@ -8,6 +8,7 @@
 #include <QStringList>
 
 #include "lorascope/error.h"
+#include "lorascope/params.h"
 
 namespace lorascope::ui {
 
@@ -26,65 +27,10 @@ namespace {
     throw Error(ErrorKind::Format, where.toStdString(), message.toStdString());
 }
 
+// The engine's own parser, so that a prompt file is held to exactly the rules of the CLI.
 GenerationParams paramsFromJson(const QJsonObject& o, const QString& where) {
-    GenerationParams p;
-    auto integer = [&](const QString& key) -> std::optional<int64_t> {
-        const QJsonValue v = o.value(key);
-        if (v.isUndefined() || v.isNull()) return std::nullopt;
-        if (!v.isDouble() || v.toDouble() != double(qint64(v.toDouble())))
-            fail(where, QStringLiteral("params.%1 must be an integer").arg(key));
-        return qint64(v.toDouble());
-    };
-    auto real = [&](const QString& key) -> std::optional<double> {
-        const QJsonValue v = o.value(key);
-        if (v.isUndefined() || v.isNull()) return std::nullopt;
-        if (!v.isDouble()) fail(where, QStringLiteral("params.%1 must be a number").arg(key));
-        return v.toDouble();
-    };
-    auto boolean = [&](const QString& key) -> std::optional<bool> {
-        const QJsonValue v = o.value(key);
-        if (v.isUndefined() || v.isNull()) return std::nullopt;
-        if (!v.isBool()) fail(where, QStringLiteral("params.%1 must be true or false").arg(key));
-        return v.toBool();
-    };
-    static const QStringList known = {"max_new_tokens", "min_new_tokens", "do_sample", "temperature", "top_k", "top_p",
-                                      "typical_p", "min_p", "repetition_penalty", "no_repeat_ngram_size", "num_beams",
-                                      "length_penalty", "early_stopping", "stop", "seed", "ignore_eos", "logprobs"};
-    for (const QString& key : o.keys())
-        if (!known.contains(key)) fail(where, QStringLiteral("unknown field params.%1").arg(key));
-    p.max_new_tokens = integer(QStringLiteral("max_new_tokens"));
-    p.min_new_tokens = integer(QStringLiteral("min_new_tokens"));
-    p.do_sample = boolean(QStringLiteral("do_sample"));
-    p.temperature = real(QStringLiteral("temperature"));
-    p.top_k = integer(QStringLiteral("top_k"));
-    p.top_p = real(QStringLiteral("top_p"));
-    p.typical_p = real(QStringLiteral("typical_p"));
-    p.min_p = real(QStringLiteral("min_p"));
-    p.repetition_penalty = real(QStringLiteral("repetition_penalty"));
-    p.no_repeat_ngram_size = integer(QStringLiteral("no_repeat_ngram_size"));
-    p.num_beams = integer(QStringLiteral("num_beams"));
-    p.length_penalty = real(QStringLiteral("length_penalty"));
-    const QJsonValue es = o.value(QStringLiteral("early_stopping"));
-    if (es.isBool()) p.early_stopping = es.toBool() ? EarlyStopping::True : EarlyStopping::False;
-    else if (es.toString() == QLatin1String("never")) p.early_stopping = EarlyStopping::Never;
-    else if (!es.isUndefined() && !es.isNull()) fail(where, QStringLiteral("params.early_stopping must be true, false or \"never\""));
-    const QJsonValue stop = o.value(QStringLiteral("stop"));
-    if (stop.isString()) p.stop = std::vector<std::string>{stop.toString().toStdString()};
-    else if (stop.isArray()) {
-        std::vector<std::string> list;
-        for (const QJsonValue& s : stop.toArray()) {
-            if (!s.isString()) fail(where, QStringLiteral("params.stop must hold strings"));
-            list.push_back(s.toString().toStdString());
-        }
-        p.stop = list;
-    } else if (!stop.isUndefined() && !stop.isNull()) fail(where, QStringLiteral("params.stop must be a string or a list of strings"));
-    if (auto seed = integer(QStringLiteral("seed"))) {
-        if (*seed < 0) fail(where, QStringLiteral("params.seed must not be negative"));
-        p.seed = uint64_t(*seed);
-    }
-    p.ignore_eos = boolean(QStringLiteral("ignore_eos"));
-    p.logprobs = boolean(QStringLiteral("logprobs"));
-    return p;
+    const QByteArray text = QJsonDocument(o).toJson(QJsonDocument::Compact);
+    return parse_generation_params(text.toStdString(), where.toStdString());
 }
 
 }  // namespace
