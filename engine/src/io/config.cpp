@@ -4,6 +4,7 @@
 // leftover keys go through setattr(), which maps attribute_map aliases onto the real field. So an
 // alias written in the file (BLOOM "num_hidden_layers", T5 "hidden_size") wins over the field it
 // names, and T5's num_decoder_layers is derived from "num_layers" before any alias applies.
+#include "util/paths.h"
 #include "lorascope/config.h"
 
 #include <sys/stat.h>
@@ -16,16 +17,6 @@ namespace {
 
 using json::Json;
 using json::ObjectReader;
-
-std::string join_path(const std::string& dir, const std::string& name) {
-    if (dir.empty()) return name;
-    return dir.back() == '/' ? dir + name : dir + "/" + name;
-}
-
-bool is_regular_file(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
 
 // The alias wins when present (it is applied after the class's own argument).
 int64_t int_with_alias(const ObjectReader& r, const std::string& key, const std::string& alias,
@@ -245,24 +236,24 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
 }
 
 ModelConfig load_model_config(const std::string& dir) {
-    const std::string path = join_path(dir, "config.json");
+    const std::string path = paths::join(dir, "config.json");
     struct stat st {};
     if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
         throw Error(ErrorKind::NotFound, dir, "not a directory");
-    if (!is_regular_file(path))
+    if (!paths::is_regular_file(path))
         throw Error(ErrorKind::NotFound, path, "missing (not a Hugging Face checkpoint directory?)");
     return parse_model_config(json::read_text_file(path), path);
 }
 
 GenerationConfig load_generation_config(const std::string& dir, const ModelConfig& model) {
-    const std::string path = join_path(dir, "generation_config.json");
-    if (is_regular_file(path)) {
+    const std::string path = paths::join(dir, "generation_config.json");
+    if (paths::is_regular_file(path)) {
         const Json root = json::parse_file(path);
         return parse_generation(ObjectReader(root, path));
     }
     // GenerationConfig.from_model_config: the model config's generation keys (non-null values),
     // with the model class's own token-id defaults filled in.
-    const std::string config_path = join_path(dir, "config.json");
+    const std::string config_path = paths::join(dir, "config.json");
     Json merged = json::parse_file(config_path);
     if (!merged.is_object()) throw Error(ErrorKind::Format, config_path, "top level must be a JSON object");
     auto set = [&merged](const char* key, std::optional<int64_t> value) {

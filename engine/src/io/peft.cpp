@@ -1,6 +1,6 @@
+#include "util/paths.h"
 #include "io/peft.h"
 
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,16 +14,6 @@ namespace lorascope {
 namespace {
 
 using json::Json;
-
-std::string join_path(const std::string& dir, const std::string& name) {
-    if (dir.empty()) return name;
-    return dir.back() == '/' ? dir + name : dir + "/" + name;
-}
-
-bool is_regular_file(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -170,8 +160,8 @@ AdapterConfig parse_adapter_config(const std::string& json_text, const std::stri
 }
 
 AdapterConfig load_adapter_config(const std::string& dir) {
-    const std::string path = join_path(dir, "adapter_config.json");
-    if (!is_regular_file(path)) throw Error(ErrorKind::NotFound, path, "missing (not a PEFT adapter directory?)");
+    const std::string path = paths::join(dir, "adapter_config.json");
+    if (!paths::is_regular_file(path)) throw Error(ErrorKind::NotFound, path, "missing (not a PEFT adapter directory?)");
     return parse_adapter_config(json::read_text_file(path), path);
 }
 
@@ -182,10 +172,10 @@ std::shared_ptr<PeftAdapter> PeftAdapter::open(const std::string& dir) {
     adapter->dir_ = dir;
     adapter->config_ = load_adapter_config(dir);
 
-    const std::string st_path = join_path(dir, "adapter_model.safetensors");
-    if (!is_regular_file(st_path)) {
-        const std::string bin = join_path(dir, "adapter_model.bin");
-        if (is_regular_file(bin))
+    const std::string st_path = paths::join(dir, "adapter_model.safetensors");
+    if (!paths::is_regular_file(st_path)) {
+        const std::string bin = paths::join(dir, "adapter_model.bin");
+        if (paths::is_regular_file(bin))
             throw Error(ErrorKind::Unsafe, bin,
                         "refusing a pickled adapter: unpickling runs arbitrary code from the file; "
                         "save it with safe_serialization=True (adapter_model.safetensors)");

@@ -1,3 +1,4 @@
+#include "util/paths.h"
 #include "io/safetensors.h"
 
 #include <fcntl.h>
@@ -33,21 +34,11 @@ constexpr DTypeName kDTypes[] = {
 // Valid in the safetensors format but not something we can hand to the models.
 constexpr const char* kKnownUnsupported[] = {"U16", "U32", "U64", "F8_E4M3", "F8_E5M2"};
 
-std::string join_path(const std::string& dir, const std::string& name) {
-    if (dir.empty()) return name;
-    return dir.back() == '/' ? dir + name : dir + "/" + name;
-}
-
 std::string dirname_of(const std::string& path) {
     auto slash = path.rfind('/');
     if (slash == std::string::npos) return ".";
     if (slash == 0) return "/";
     return path.substr(0, slash);
-}
-
-bool is_regular_file(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 uint64_t read_le_u64(const uint8_t* p) {
@@ -288,8 +279,8 @@ std::shared_ptr<SafetensorsCheckpoint> SafetensorsCheckpoint::open_index(const s
                         "weight_map entry for tensor '" + tensor + "' names '" + shard + "', not a file in this directory");
         auto found = opened.find(shard);
         if (found == opened.end()) {
-            const std::string shard_path = join_path(dir, shard);
-            if (!is_regular_file(shard_path))
+            const std::string shard_path = paths::join(dir, shard);
+            if (!paths::is_regular_file(shard_path))
                 throw Error(ErrorKind::NotFound, index_path,
                             "shard '" + shard + "' (holding tensor '" + tensor + "') does not exist");
             ckpt->shards_.push_back(SafetensorsFile::open(shard_path));
@@ -307,10 +298,10 @@ std::shared_ptr<SafetensorsCheckpoint> SafetensorsCheckpoint::open_index(const s
 }
 
 std::shared_ptr<SafetensorsCheckpoint> SafetensorsCheckpoint::open_dir(const std::string& dir, const std::string& stem) {
-    const std::string single = join_path(dir, stem + ".safetensors");
-    if (is_regular_file(single)) return open_file(single);
-    const std::string index = join_path(dir, stem + ".safetensors.index.json");
-    if (is_regular_file(index)) return open_index(index);
+    const std::string single = paths::join(dir, stem + ".safetensors");
+    if (paths::is_regular_file(single)) return open_file(single);
+    const std::string index = paths::join(dir, stem + ".safetensors.index.json");
+    if (paths::is_regular_file(index)) return open_index(index);
     throw Error(ErrorKind::NotFound, dir, "no " + stem + ".safetensors or " + stem + ".safetensors.index.json");
 }
 
@@ -326,12 +317,12 @@ uint64_t SafetensorsCheckpoint::file_bytes() const {
 }
 
 std::shared_ptr<SafetensorsCheckpoint> open_model_checkpoint(const std::string& dir, bool allow_pickle) {
-    const bool has_safetensors = is_regular_file(join_path(dir, "model.safetensors")) ||
-                                 is_regular_file(join_path(dir, "model.safetensors.index.json"));
+    const bool has_safetensors = paths::is_regular_file(paths::join(dir, "model.safetensors")) ||
+                                 paths::is_regular_file(paths::join(dir, "model.safetensors.index.json"));
     if (!has_safetensors) {
-        const std::string bin = join_path(dir, "pytorch_model.bin");
-        const std::string bin_index = join_path(dir, "pytorch_model.bin.index.json");
-        const std::string pickle = is_regular_file(bin) ? bin : is_regular_file(bin_index) ? bin_index : "";
+        const std::string bin = paths::join(dir, "pytorch_model.bin");
+        const std::string bin_index = paths::join(dir, "pytorch_model.bin.index.json");
+        const std::string pickle = paths::is_regular_file(bin) ? bin : paths::is_regular_file(bin_index) ? bin_index : "";
         if (!pickle.empty() && !allow_pickle)
             throw Error(ErrorKind::Unsafe, pickle,
                         "refusing a pickled PyTorch checkpoint: unpickling runs arbitrary code from the file. "

@@ -4,6 +4,18 @@
 
 namespace lorascope::tokenizer {
 
+AddedToken added_token_from_json(const nlohmann::json& t) {
+    AddedToken token;
+    token.id = t.at("id").get<int64_t>();
+    token.content = t.at("content").get<std::string>();
+    token.special = t.value("special", false);
+    token.lstrip = t.value("lstrip", false);
+    token.rstrip = t.value("rstrip", false);
+    token.single_word = t.value("single_word", false);
+    token.normalized = t.value("normalized", false);
+    return token;
+}
+
 namespace {
 
 // Rust's char::is_alphanumeric plus '_' decides word boundaries for single_word tokens;

@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace lorascope::tokenizer {
 
 struct AddedToken {
@@ -21,6 +23,9 @@ struct AddedToken {
     bool single_word = false;
     bool normalized = false;
 };
+
+// One entry of tokenizer.json's "added_tokens" (id, content and the matching flags).
+AddedToken added_token_from_json(const nlohmann::json& entry);
 
 // A piece of input text: either plain text for the model, or a matched added token.
 struct TextSegment {

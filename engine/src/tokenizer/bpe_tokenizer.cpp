@@ -77,17 +77,7 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::from_tokenizer_json(const std::strin
         std::unique_ptr<BpeTokenizer> tok(new BpeTokenizer(std::move(bpe), std::move(pre)));
         tok->post_ = PostProcessor::from_json(json.contains("post_processor") ? json["post_processor"] : nlohmann::json(), path);
         if (json.contains("added_tokens")) {
-            for (const auto& t : json["added_tokens"]) {
-                AddedToken token;
-                token.id = t.at("id").get<int64_t>();
-                token.content = t.at("content").get<std::string>();
-                token.special = t.value("special", false);
-                token.lstrip = t.value("lstrip", false);
-                token.rstrip = t.value("rstrip", false);
-                token.single_word = t.value("single_word", false);
-                token.normalized = t.value("normalized", false);
-                tok->added_.add(token);
-            }
+            for (const auto& t : json["added_tokens"]) tok->added_.add(added_token_from_json(t));
         }
         // Without tokenizer_config.json or config.json, the pipeline itself says which family it is.
         if (config.family == TokenizerFamily::Unknown) {

@@ -1,3 +1,4 @@
+#include "util/paths.h"
 #include "tokenizer/hf_tokenizer_config.h"
 
 #include "lorascope/error.h"
@@ -23,10 +24,7 @@ nlohmann::json read_json_file(const std::string& path) {
     }
 }
 
-bool file_exists(const std::string& path) {
-    struct stat st;
-    return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
+bool file_exists(const std::string& path) { return paths::is_regular_file(path); }
 
 const char* to_string(TokenizerFamily family) {
     switch (family) {

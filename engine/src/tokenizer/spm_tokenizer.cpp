@@ -9,18 +9,6 @@ namespace {
 
 const std::string kMetaspace = "\xE2\x96\x81";  // U+2581, SentencePiece's word boundary
 
-AddedToken added_token_from_json(const nlohmann::json& t) {
-    AddedToken token;
-    token.id = t.at("id").get<int64_t>();
-    token.content = t.at("content").get<std::string>();
-    token.special = t.value("special", false);
-    token.lstrip = t.value("lstrip", false);
-    token.rstrip = t.value("rstrip", false);
-    token.single_word = t.value("single_word", false);
-    token.normalized = t.value("normalized", false);
-    return token;
-}
-
 }  // namespace
 
 std::unique_ptr<SpmTokenizer> SpmTokenizer::load(const std::string& dir, const nlohmann::json* tokenizer_json,
