@@ -217,10 +217,14 @@ void EngineImpl::run() {
             if (stop_) break;
             cancels.swap(cancels_);
             cancel_all = std::exchange(cancel_all_, false);
-            if (has_work() && (!paused_ || step_budget_ > 0)) {
-                if (paused_) --step_budget_;
-                submissions.swap(incoming_);
-                run_step = true;
+            // Submissions are always taken, even while paused, so that a cancellation that
+            // arrives with (or after) its submission finds the request.
+            submissions.swap(incoming_);
+            if (!submissions.empty() || has_work()) {
+                if (!paused_ || step_budget_ > 0) {
+                    if (paused_) --step_budget_;
+                    run_step = true;
+                }
             }
             listener = stats_listener_;
         }

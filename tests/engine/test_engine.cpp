@@ -215,6 +215,23 @@ private Q_SLOTS:
         QCOMPARE(sink->get(ids[2]).finishes.at(0).token_ids, greedy[2].get<std::vector<int64_t>>());
     }
 
+    void cancel_while_paused_before_any_step() {
+        const Variant v = load_variant("t5_v1_0");
+        auto engine = make_engine(v.dir);
+        auto sink = std::make_shared<CollectingSink>();
+        engine->set_paused(true);
+        const RequestId doomed = engine->submit(greedy_request(v.records["prompts"][0], 32), sink);
+        const RequestId kept = engine->submit(greedy_request(v.records["prompts"][1], 32), sink);
+        engine->cancel(doomed);
+        QVERIFY(sink->wait_until(doomed, std::chrono::seconds(30)));
+        QCOMPARE(sink->get(doomed).finishes.at(0).reason, FinishReason::Cancelled);
+        QCOMPARE(sink->get(doomed).tokens.size(), size_t(0));
+        engine->set_paused(false);
+        QVERIFY(sink->wait_until(kept));
+        QCOMPARE(sink->get(kept).finishes.at(0).token_ids, v.records["greedy"][1].get<std::vector<int64_t>>());
+        QCOMPARE(sink->get(doomed).finishes.size(), size_t(1));
+    }
+
     void invalid_requests_fail_alone() {
         const Variant v = load_variant("bloom_4h");
         const auto& prompts = v.records["prompts"];
