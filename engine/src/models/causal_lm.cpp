@@ -12,11 +12,7 @@ std::unique_ptr<CausalLM> CausalLM::load_bloom(const ModelConfig& config, const 
                                                std::shared_ptr<io::WeightStore> store, at::TensorOptions options) {
     const BloomConfig& c = config.bloom();
     std::unique_ptr<CausalLM> m(new CausalLM());
-    m->config_ = config;
-    m->generation_ = generation;
-    m->options_ = options;
-    m->directory_ = store->directory();
-    m->vocab_size_ = c.vocab_size;
+    m->init_common(config, generation, options, store->directory(), c.vocab_size);
     if (c.hidden_size % c.n_head != 0)
         throw Error(ErrorKind::Format, store->directory() + "/config.json", "hidden_size is not a multiple of n_head");
     const int64_t d = c.hidden_size;

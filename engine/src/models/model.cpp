@@ -87,6 +87,15 @@ std::pair<DecodeState, at::Tensor> Model::prefill(const TokenBatch& prompts, con
     return {std::move(state), logits};
 }
 
+void Model::init_common(const ModelConfig& config, const GenerationConfig& generation, at::TensorOptions options,
+                        std::string directory, int64_t vocab_size) {
+    config_ = config;
+    generation_ = generation;
+    options_ = options;
+    directory_ = std::move(directory);
+    vocab_size_ = vocab_size;
+}
+
 at::Tensor Model::decode_step(DecodeState& state, const at::Tensor& tokens, const LoraHook* lora) const {
     return forward(state, TokenBatch::single_tokens(tokens), LogitsAt::LastValid, lora);
 }

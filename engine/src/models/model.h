@@ -82,6 +82,10 @@ public:
     at::Tensor decode_step(DecodeState& state, const at::Tensor& tokens, const LoraHook* lora = nullptr) const;
 
 protected:
+    // What every family records at load time.
+    void init_common(const ModelConfig& config, const GenerationConfig& generation, at::TensorOptions options,
+                     std::string directory, int64_t vocab_size);
+
     ModelConfig config_;
     GenerationConfig generation_;
     at::TensorOptions options_;

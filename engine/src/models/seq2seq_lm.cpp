@@ -42,11 +42,7 @@ std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_t5(const ModelConfig& config, const G
                                               std::shared_ptr<io::WeightStore> store, at::TensorOptions options) {
     const T5Config& c = config.t5();
     std::unique_ptr<Seq2SeqLM> m(new Seq2SeqLM());
-    m->config_ = config;
-    m->generation_ = generation;
-    m->options_ = options;
-    m->directory_ = store->directory();
-    m->vocab_size_ = c.vocab_size;
+    m->init_common(config, generation, options, store->directory(), c.vocab_size);
     m->t5_ = true;
     m->d_model_ = c.d_model;
     m->heads_ = c.num_heads;
@@ -96,11 +92,7 @@ std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_bart(const ModelConfig& config, const
                                                 std::shared_ptr<io::WeightStore> store, at::TensorOptions options) {
     const BartConfig& c = config.bart();
     std::unique_ptr<Seq2SeqLM> m(new Seq2SeqLM());
-    m->config_ = config;
-    m->generation_ = generation;
-    m->options_ = options;
-    m->directory_ = store->directory();
-    m->vocab_size_ = c.vocab_size;
+    m->init_common(config, generation, options, store->directory(), c.vocab_size);
     m->t5_ = false;
     m->d_model_ = c.d_model;
     const std::string where = store->directory() + "/config.json";
