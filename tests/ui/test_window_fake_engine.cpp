@@ -13,6 +13,7 @@
 #include <QTreeWidget>
 #include <QtTest>
 
+#include "event_loop_probe.h"
 #include "adapter_list_model.h"
 #include "batch_timeline_widget.h"
 #include "batching_inspector.h"
@@ -211,22 +212,13 @@ private Q_SLOTS:
         QStringList lines;
         for (int i = 0; i < 48; ++i) lines << QStringLiteral("responsive %1").arg(i);
         w->composer()->setText(lines.join(QLatin1Char('\n')));
-        QElapsedTimer clock;
-        qint64 last = 0, worst = 0;
-        QTimer probe;
-        probe.setInterval(5);
-        connect(&probe, &QTimer::timeout, [&] {
-            const qint64 now = clock.elapsed();
-            worst = qMax(worst, now - last);
-            last = now;
-        });
-        clock.start();
-        probe.start();
+        lorascope::test::EventLoopProbe probe;
         QCOMPARE(w->submitPrompts().size(), size_t(48));
         QTRY_COMPARE_WITH_TIMEOUT(w->requestModel()->unfinishedCount(), 0, 60000);
         probe.stop();
-        qInfo("worst event-loop gap while streaming %d x 400 tokens: %lld ms over %lld ms", 48, worst, clock.elapsed());
-        QVERIFY2(clock.elapsed() > 300, "the stream must last long enough for the measurement to mean something");
+        const qint64 worst = probe.worst_gap_ms();
+        qInfo("worst event-loop gap while streaming %d x 400 tokens: %lld ms over %lld ms", 48, worst, probe.elapsed_ms());
+        QVERIFY2(probe.elapsed_ms() > 300, "the stream must last long enough for the measurement to mean something");
         QVERIFY2(worst < 500, qPrintable(QStringLiteral("worst gap %1 ms").arg(worst)));
     }
 

@@ -15,6 +15,7 @@
 #include <QtTest>
 #include <map>
 
+#include "event_loop_probe.h"
 #include "adapter_list_model.h"
 #include "adapters_panel.h"
 #include "batching_inspector.h"
@@ -347,20 +348,11 @@ private Q_SLOTS:
         QStringList targets{QString()};
         for (const auto& a : manifest_.adapters) targets << a.name;
         w->composer()->setSelectedTargets(targets);   // 16 prompts x (base + 2 adapters) = 48 requests
-        QElapsedTimer clock;
-        qint64 last = 0, worst = 0;
-        QTimer probe;
-        probe.setInterval(5);
-        connect(&probe, &QTimer::timeout, [&] {
-            const qint64 now = clock.elapsed();
-            worst = qMax(worst, now - last);
-            last = now;
-        });
-        clock.start();
-        probe.start();
+        lorascope::test::EventLoopProbe probe;
         QCOMPARE(w->submitPrompts().size(), size_t(48));
         QTRY_COMPARE_WITH_TIMEOUT(w->requestModel()->unfinishedCount(), 0, 300000);
         probe.stop();
+        const qint64 worst = probe.worst_gap_ms();
         qint64 tokens = 0;
         for (const auto& r : w->requestModel()->records()) {
             QCOMPARE(r.status, RequestStatus::Finished);
@@ -368,8 +360,8 @@ private Q_SLOTS:
         }
         QCOMPARE(tokens, qint64(48 * 200));
         qInfo("worst event-loop gap while the real engine decoded 48 x 200 tokens: %lld ms over %lld ms (%d steps)", worst,
-              clock.elapsed(), w->stepModel()->rowCount());
-        QVERIFY2(clock.elapsed() > 300, "the decode must last long enough for the measurement to mean something");
+              probe.elapsed_ms(), w->stepModel()->rowCount());
+        QVERIFY2(probe.elapsed_ms() > 300, "the decode must last long enough for the measurement to mean something");
         QVERIFY2(worst < 500, qPrintable(QStringLiteral("worst gap %1 ms").arg(worst)));
     }
 };
