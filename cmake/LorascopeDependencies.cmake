@@ -18,14 +18,6 @@ if(NOT LORASCOPE_WITH_CUDA STREQUAL "OFF")
 endif()
 message(STATUS "CUDA code paths: ${LORASCOPE_CUDA_ENABLED}")
 
-# SentencePiece is only ever linked into our dlopen'ed shim (see engine/src/tokenizer/spm_shim.cpp):
-# libsentencepiece bundles protobuf-lite symbols that crash next to libtorch's libprotobuf.
-find_library(LORASCOPE_SENTENCEPIECE_LIB NAMES sentencepiece)
-find_path(LORASCOPE_SENTENCEPIECE_INCLUDE NAMES sentencepiece_processor.h)
-if(NOT LORASCOPE_SENTENCEPIECE_LIB OR NOT LORASCOPE_SENTENCEPIECE_INCLUDE)
-  message(FATAL_ERROR "SentencePiece not found: install libsentencepiece-dev or set CMAKE_PREFIX_PATH")
-endif()
-
 set(LORASCOPE_HAVE_QT_TEST OFF)
 if(LORASCOPE_BUILD_UI OR LORASCOPE_BUILD_TESTS)
   find_package(Qt6 6.2 QUIET COMPONENTS Core Test)

@@ -1,234 +1,397 @@
 #include "tokenizer/spm_model_file.h"
 
 #include "lorascope/error.h"
-#include "tokenizer/spm_shim_api.h"
+#include "tokenizer/unicode.h"
 
-#include <dlfcn.h>
-#include <unistd.h>
-
-#include <climits>
-#include <cstdlib>
-#include <memory>
-#include <mutex>
-#include <string_view>
-
-#ifndef LORASCOPE_SPM_SHIM_NAME
-#define LORASCOPE_SPM_SHIM_NAME "liblorascope_spm.so"
-#endif
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <set>
 
 namespace lorascope::tokenizer {
 
 namespace {
 
-struct SpmModule {
-    std::string path;
-    lorascope_spm_load_fn load = nullptr;
-    lorascope_spm_free_fn free = nullptr;
-    lorascope_spm_piece_size_fn piece_size = nullptr;
-    lorascope_spm_id_to_piece_fn id_to_piece = nullptr;
-    lorascope_spm_score_fn score = nullptr;
-    lorascope_spm_unk_id_fn unk_id = nullptr;
-    lorascope_spm_serialized_model_fn serialized_model = nullptr;
-};
+// Real spiece.model files are a few MB; anything far larger is not one, and reading it whole
+// would only waste memory before the parse fails.
+constexpr uint64_t kMaxFileBytes = 512ull << 20;
+// SentencePiece refuses pieces of this many bytes or more.
+constexpr size_t kMaxPieceBytes = 8000;
 
-std::string executable_dir() {
-    char buffer[PATH_MAX];
-    const ssize_t n = readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
-    if (n <= 0) return {};
-    std::string path(buffer, static_cast<size_t>(n));
-    return path.substr(0, path.find_last_of('/'));
-}
+enum Wire { Varint = 0, Fixed64 = 1, Delimited = 2, StartGroup = 3, EndGroup = 4, Fixed32 = 5 };
 
-std::vector<std::string> candidate_paths() {
-    std::vector<std::string> out;
-    if (const char* env = std::getenv("LORASCOPE_SPM_SHIM"); env && *env) out.emplace_back(env);
-#ifdef LORASCOPE_SPM_SHIM_BUILD_DIR
-    out.push_back(std::string(LORASCOPE_SPM_SHIM_BUILD_DIR) + "/" + LORASCOPE_SPM_SHIM_NAME);
-#endif
-    const std::string exe = executable_dir();
-    if (!exe.empty()) out.push_back(exe + "/../lib/lorascope/" + LORASCOPE_SPM_SHIM_NAME);
-#ifdef LORASCOPE_LIBDIR
-    out.push_back(std::string(LORASCOPE_LIBDIR) + "/" + LORASCOPE_SPM_SHIM_NAME);
-#endif
-    return out;
-}
-
-#if defined(__SANITIZE_ADDRESS__)
-#define LORASCOPE_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LORASCOPE_SANITIZED 1
-#endif
-#endif
-
-int dlopen_flags() {
-    // RTLD_DEEPBIND keeps the module's protobuf symbols from binding to libtorch's. The sanitizer
-    // runtimes refuse RTLD_DEEPBIND, and sanitizer builds of the tokenizer tests never load libtorch.
-#ifdef LORASCOPE_SANITIZED
-    return RTLD_NOW | RTLD_LOCAL;
-#else
-    return RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
-#endif
-}
-
-template <typename Fn>
-Fn symbol(void* handle, const char* name, const std::string& path) {
-    void* s = dlsym(handle, name);
-    if (!s) throw Error(ErrorKind::NotFound, path, std::string("SentencePiece module lacks symbol ") + name);
-    return reinterpret_cast<Fn>(s);
-}
-
-const SpmModule& load_module() {
-    // Loaded once per process and never unloaded: nothing else may hold the protobuf it carries.
-    static std::mutex mutex;
-    static std::unique_ptr<SpmModule> module;
-    std::lock_guard<std::mutex> lock(mutex);
-    if (module) return *module;
-    std::string tried;
-    for (const std::string& path : candidate_paths()) {
-        if (access(path.c_str(), R_OK) != 0) {
-            tried += "\n  " + path + " (absent)";
-            continue;
-        }
-        void* handle = dlopen(path.c_str(), dlopen_flags());
-        if (!handle) {
-            const char* why = dlerror();
-            tried += "\n  " + path + " (" + (why ? why : "dlopen failed") + ")";
-            continue;
-        }
-        auto m = std::make_unique<SpmModule>();
-        m->path = path;
-        auto abi = symbol<lorascope_spm_abi_version_fn>(handle, "lorascope_spm_abi_version", path);
-        if (abi() != LORASCOPE_SPM_ABI_VERSION) {
-            tried += "\n  " + path + " (ABI version " + std::to_string(abi()) + ", expected " +
-                     std::to_string(LORASCOPE_SPM_ABI_VERSION) + ")";
-            continue;
-        }
-        m->load = symbol<lorascope_spm_load_fn>(handle, "lorascope_spm_load", path);
-        m->free = symbol<lorascope_spm_free_fn>(handle, "lorascope_spm_free", path);
-        m->piece_size = symbol<lorascope_spm_piece_size_fn>(handle, "lorascope_spm_piece_size", path);
-        m->id_to_piece = symbol<lorascope_spm_id_to_piece_fn>(handle, "lorascope_spm_id_to_piece", path);
-        m->score = symbol<lorascope_spm_score_fn>(handle, "lorascope_spm_score", path);
-        m->unk_id = symbol<lorascope_spm_unk_id_fn>(handle, "lorascope_spm_unk_id", path);
-        m->serialized_model = symbol<lorascope_spm_serialized_model_fn>(handle, "lorascope_spm_serialized_model", path);
-        module = std::move(m);
-        return *module;
+const char* wire_name(int wire) {
+    switch (wire) {
+        case Varint: return "varint";
+        case Fixed64: return "fixed64";
+        case Delimited: return "length-delimited";
+        case StartGroup: return "start-group";
+        case EndGroup: return "end-group";
+        case Fixed32: return "fixed32";
+        default: return "invalid";
     }
-    throw Error(ErrorKind::NotFound, LORASCOPE_SPM_SHIM_NAME,
-                "the SentencePiece module is needed for spiece.model but could not be loaded; set LORASCOPE_SPM_SHIM "
-                "to its path. Tried:" + tried);
 }
 
-// Minimal protobuf wire-format reader for the ModelProto fields SentencePiece's API hides.
-class ProtoReader {
+// One protobuf message's bytes. Offsets in errors are from the start of the file so that a
+// report can be checked with a hex dump.
+class WireReader {
 public:
-    ProtoReader(std::string_view data, const std::string& path) : data_(data), path_(path) {}
+    struct Key {
+        uint64_t field;
+        int wire;
+        size_t at;  // file offset of the key
+    };
+
+    WireReader(std::string_view data, size_t base, const std::string& path, std::string context)
+        : data_(data), base_(base), path_(path), context_(std::move(context)) {}
+
     bool done() const { return pos_ >= data_.size(); }
-    uint64_t varint() {
+
+    Key key() {
+        const size_t at = offset();
+        const uint64_t k = varint("field key");
+        Key key{k >> 3, static_cast<int>(k & 7), at};
+        if (key.field == 0 || key.field > 0x1FFFFFFF) fail("field number " + std::to_string(key.field) + " is invalid", at);
+        // SentencePiece's schema has no groups, and a stray end-group means the framing is lost.
+        if (key.wire != Varint && key.wire != Fixed64 && key.wire != Delimited && key.wire != Fixed32)
+            fail("field " + std::to_string(key.field) + " has " + wire_name(key.wire) + " wire type " +
+                     std::to_string(key.wire) + ", which this format never uses",
+                 at);
+        return key;
+    }
+
+    // A known field must arrive with the wire type its declaration implies; protobuf would file a
+    // mismatch under unknown fields and silently keep the default, hiding a corrupt file.
+    void expect(const Key& key, int wire, const char* name) const {
+        if (key.wire != wire)
+            fail(std::string("field ") + std::to_string(key.field) + " (" + name + ") has wire type " + wire_name(key.wire) +
+                     ", expected " + wire_name(wire),
+                 key.at);
+    }
+
+    uint64_t varint(const char* what) {
+        const size_t at = offset();
         uint64_t value = 0;
-        for (int shift = 0; shift < 64; shift += 7) {
-            if (pos_ >= data_.size()) fail();
+        for (int i = 0; i < 10; ++i) {
+            if (pos_ >= data_.size()) fail(std::string("truncated varint (") + what + ")", at);
             const uint8_t b = static_cast<uint8_t>(data_[pos_++]);
-            value |= static_cast<uint64_t>(b & 0x7F) << shift;
+            // The tenth byte holds bit 63 only.
+            if (i == 9 && b > 1) fail(std::string("varint longer than 64 bits (") + what + ")", at);
+            value |= static_cast<uint64_t>(b & 0x7F) << (7 * i);
             if (!(b & 0x80)) return value;
         }
-        fail();
+        fail(std::string("varint longer than 10 bytes (") + what + ")", at);
     }
-    // Reads a field key; the payload is then read with bytes()/varint() or dropped with skip().
-    void key(int* field, int* wire) {
-        const uint64_t k = varint();
-        *field = static_cast<int>(k >> 3);
-        *wire = static_cast<int>(k & 7);
+
+    int32_t int32(const Key& key, const char* name) {
+        expect(key, Varint, name);
+        // Negative int32 values are sign-extended to ten bytes on the wire.
+        const int64_t v = static_cast<int64_t>(varint(name));
+        if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+            fail(std::string(name) + " value " + std::to_string(v) + " does not fit int32", key.at);
+        return static_cast<int32_t>(v);
     }
-    std::string_view bytes() {
-        const uint64_t n = varint();
-        if (n > data_.size() - pos_) fail();
+
+    bool boolean(const Key& key, const char* name) {
+        expect(key, Varint, name);
+        return varint(name) != 0;
+    }
+
+    float float32(const Key& key, const char* name) {
+        expect(key, Fixed32, name);
+        const size_t at = offset();
+        if (data_.size() - pos_ < 4) fail(std::string("truncated float (") + name + ")", at);
+        uint32_t bits = 0;
+        for (int i = 0; i < 4; ++i) bits |= static_cast<uint32_t>(static_cast<uint8_t>(data_[pos_ + i])) << (8 * i);
+        pos_ += 4;
+        float value;
+        std::memcpy(&value, &bits, sizeof(value));
+        return value;
+    }
+
+    // The payload of a length-delimited field, with the file offset of its first byte.
+    std::string_view delimited(const char* name, size_t* payload_at = nullptr) {
+        const size_t at = offset();
+        const uint64_t n = varint(name);
+        if (n > data_.size() - pos_)
+            fail(std::string(name) + " claims " + std::to_string(n) + " bytes but only " + std::to_string(data_.size() - pos_) +
+                     " remain" + (context_ == "ModelProto" ? "" : " in its enclosing message"),
+                 at);
+        if (payload_at) *payload_at = offset();
         std::string_view out = data_.substr(pos_, static_cast<size_t>(n));
         pos_ += static_cast<size_t>(n);
         return out;
     }
-    void skip(int wire) {
-        switch (wire) {
-            case 0: varint(); break;
-            case 1: advance(8); break;
-            case 2: bytes(); break;
-            case 5: advance(4); break;
-            default: fail();
+
+    std::string string(const Key& key, const char* name) {
+        expect(key, Delimited, name);
+        const size_t at = offset();
+        std::string value(delimited(name));
+        if (utf8_lossy(value) != value) fail(std::string(name) + " is not valid UTF-8", at);
+        return value;
+    }
+
+    std::string bytes(const Key& key, const char* name) {
+        expect(key, Delimited, name);
+        return std::string(delimited(name));
+    }
+
+    WireReader message(const Key& key, const char* name, std::string context) {
+        expect(key, Delimited, name);
+        size_t payload_at = 0;
+        const std::string_view payload = delimited(name, &payload_at);
+        return WireReader(payload, payload_at, path_, std::move(context));
+    }
+
+    void skip(const Key& key) {
+        const size_t at = offset();
+        switch (key.wire) {
+            case Varint: varint("unknown field"); break;
+            case Fixed64: advance(8, at); break;
+            case Delimited: delimited("unknown field"); break;
+            case Fixed32: advance(4, at); break;
+            default: fail("unknown wire type", key.at);
         }
+    }
+
+    size_t offset() const { return base_ + pos_; }
+
+    [[noreturn]] void fail(const std::string& problem, size_t at) const {
+        throw Error(ErrorKind::Format, path_,
+                    "malformed SentencePiece model: " + problem + " (in " + context_ + ", byte " + std::to_string(at) + ")");
     }
 
 private:
-    void advance(size_t n) {
-        if (n > data_.size() - pos_) fail();
+    void advance(size_t n, size_t at) {
+        if (data_.size() - pos_ < n) fail("truncated fixed-width unknown field", at);
         pos_ += n;
     }
-    [[noreturn]] void fail() const { throw Error(ErrorKind::Format, path_, "malformed SentencePiece model (protobuf)"); }
+
     std::string_view data_;
+    size_t base_;
     const std::string& path_;
+    std::string context_;
     size_t pos_ = 0;
 };
 
-void read_proto_fields(std::string_view serialized, const std::string& path, SpmModelFile& file) {
-    ProtoReader model(serialized, path);
-    file.types.clear();
-    while (!model.done()) {
-        int field, wire;
-        model.key(&field, &wire);
-        if (field == 1 && wire == 2) {  // repeated SentencePiece pieces
-            ProtoReader piece(model.bytes(), path);
-            int type = SpmModelFile::Normal;
-            while (!piece.done()) {
-                int f, w;
-                piece.key(&f, &w);
-                if (f == 3 && w == 0) type = static_cast<int>(piece.varint());
-                else piece.skip(w);
+void read_piece(WireReader& r, SpmModelFile& file) {
+    std::string piece;
+    float score = 0.0f;
+    int type = SpmModelFile::Normal;
+    while (!r.done()) {
+        const auto key = r.key();
+        switch (key.field) {
+            case 1: piece = r.string(key, "piece"); break;
+            case 2: score = r.float32(key, "score"); break;
+            case 3: {
+                const int32_t t = r.int32(key, "type");
+                if (t < SpmModelFile::Normal || t > SpmModelFile::Byte) r.fail("unknown piece type " + std::to_string(t), key.at);
+                type = t;
+                break;
             }
-            file.types.push_back(type);
-        } else if (field == 2 && wire == 2) {  // TrainerSpec
-            ProtoReader trainer(model.bytes(), path);
-            while (!trainer.done()) {
-                int f, w;
-                trainer.key(&f, &w);
-                if (f == 3 && w == 0) file.model_type = static_cast<int>(trainer.varint());
-                else if (f == 35 && w == 0) file.byte_fallback = trainer.varint() != 0;
-                else trainer.skip(w);
-            }
-        } else if (field == 3 && wire == 2) {  // NormalizerSpec
-            ProtoReader normalizer(model.bytes(), path);
-            while (!normalizer.done()) {
-                int f, w;
-                normalizer.key(&f, &w);
-                if (f == 2 && w == 2) file.precompiled_charsmap = std::string(normalizer.bytes());
-                else normalizer.skip(w);
-            }
-        } else {
-            model.skip(wire);
+            default: r.skip(key);
         }
     }
+    if (!std::isfinite(score)) r.fail("score of piece '" + piece + "' is not finite", r.offset());
+    file.pieces.emplace_back(std::move(piece), static_cast<double>(score));
+    file.types.push_back(type);
+}
+
+// Training-only TrainerSpec fields are not kept, but a declared field must still have its declared
+// wire type and its strings must be UTF-8 (protobuf refuses the file otherwise).
+void check_training_option(WireReader& r, const WireReader::Key& key) {
+    switch (key.field) {
+        case 1: case 2: case 5: case 7: case 36: case 53: case 54:  // input, model_prefix, ... (strings)
+            r.string(key, "training option");
+            break;
+        case 6: case 11: case 12: case 13: case 14: case 16: case 17: case 18: case 19: case 20: case 21:
+        case 22: case 23: case 32: case 33: case 34: case 49: case 50: case 52:  // integers and flags
+            r.expect(key, Varint, "training option");
+            r.skip(key);
+            break;
+        case 10: case 15: case 51:  // character_coverage, shrinking_factor, noise level
+            r.float32(key, "training option");
+            break;
+        default: r.skip(key);  // not in the schema: an extension or a newer field
+    }
+}
+
+// SelfTestData { repeated Sample samples = 1 { string input = 1; string expected = 2; } }: only
+// SentencePiece's own self-test reads it, but its strings must be UTF-8 like every other.
+void check_self_test_data(WireReader& r) {
+    while (!r.done()) {
+        const auto key = r.key();
+        if (key.field != 1) {
+            r.skip(key);
+            continue;
+        }
+        WireReader sample = r.message(key, "samples", "self_test_data.samples");
+        while (!sample.done()) {
+            const auto k = sample.key();
+            if (k.field == 1 || k.field == 2) sample.string(k, k.field == 1 ? "input" : "expected");
+            else sample.skip(k);
+        }
+    }
+}
+
+void read_trainer_spec(WireReader& r, SpmTrainerSpec& t) {
+    while (!r.done()) {
+        const auto key = r.key();
+        switch (key.field) {
+            case 3: {
+                const int32_t type = r.int32(key, "model_type");
+                if (type < SpmTrainerSpec::Unigram || type > SpmTrainerSpec::Char) r.fail("unknown model_type " + std::to_string(type), key.at);
+                t.model_type = type;
+                break;
+            }
+            case 4: t.vocab_size = r.int32(key, "vocab_size"); break;
+            case 24: t.treat_whitespace_as_suffix = r.boolean(key, "treat_whitespace_as_suffix"); break;
+            case 25: t.split_digits = r.boolean(key, "split_digits"); break;
+            case 26: t.allow_whitespace_only_pieces = r.boolean(key, "allow_whitespace_only_pieces"); break;
+            case 30: t.control_symbols.push_back(r.string(key, "control_symbols")); break;
+            case 31: t.user_defined_symbols.push_back(r.string(key, "user_defined_symbols")); break;
+            case 35: t.byte_fallback = r.boolean(key, "byte_fallback"); break;
+            case 40: t.unk_id = r.int32(key, "unk_id"); break;
+            case 41: t.bos_id = r.int32(key, "bos_id"); break;
+            case 42: t.eos_id = r.int32(key, "eos_id"); break;
+            case 43: t.pad_id = r.int32(key, "pad_id"); break;
+            case 44: t.unk_surface = r.string(key, "unk_surface"); break;
+            case 45: t.unk_piece = r.string(key, "unk_piece"); break;
+            case 46: t.bos_piece = r.string(key, "bos_piece"); break;
+            case 47: t.eos_piece = r.string(key, "eos_piece"); break;
+            case 48: t.pad_piece = r.string(key, "pad_piece"); break;
+            default: check_training_option(r, key);
+        }
+    }
+}
+
+void read_normalizer_spec(WireReader& r, SpmNormalizerSpec& n) {
+    while (!r.done()) {
+        const auto key = r.key();
+        switch (key.field) {
+            case 1: n.name = r.string(key, "name"); break;
+            case 2: n.precompiled_charsmap = r.bytes(key, "precompiled_charsmap"); break;
+            case 3: n.add_dummy_prefix = r.boolean(key, "add_dummy_prefix"); break;
+            case 4: n.remove_extra_whitespaces = r.boolean(key, "remove_extra_whitespaces"); break;
+            case 5: n.escape_whitespaces = r.boolean(key, "escape_whitespaces"); break;
+            case 6: n.normalization_rule_tsv = r.string(key, "normalization_rule_tsv"); break;
+            default: r.skip(key);
+        }
+    }
+}
+
+// <0x00> .. <0xFF> with upper-case hex digits, as SentencePiece names byte pieces; -1 otherwise.
+int byte_piece_value(const std::string& piece) {
+    if (piece.size() != 6 || piece.compare(0, 3, "<0x") != 0 || piece[5] != '>') return -1;
+    int value = 0;
+    for (size_t i = 3; i < 5; ++i) {
+        const char c = piece[i];
+        if (c >= '0' && c <= '9') value = value * 16 + (c - '0');
+        else if (c >= 'A' && c <= 'F') value = value * 16 + (c - 'A' + 10);
+        else return -1;
+    }
+    return value;
+}
+
+// What SentencePiece checks when it loads a model, so a file it would refuse is refused here.
+void validate(SpmModelFile& file, const std::string& path) {
+    auto fail = [&](const std::string& problem) {
+        throw Error(ErrorKind::Format, path, "invalid SentencePiece model: " + problem);
+    };
+    if (file.pieces.empty()) fail("it has no pieces");
+    std::set<std::string_view> seen;
+    std::vector<bool> byte_found(256, false);
+    file.unk_id = -1;
+    for (size_t id = 0; id < file.pieces.size(); ++id) {
+        const std::string& piece = file.pieces[id].first;
+        const std::string where = "piece " + std::to_string(id);
+        if (piece.empty()) fail(where + " is empty");
+        if (piece.size() >= kMaxPieceBytes) fail(where + " is " + std::to_string(piece.size()) + " bytes long");
+        if (piece.find('\0') != std::string::npos) fail(where + " contains a NUL character");
+        if (!seen.insert(piece).second) fail(where + " ('" + piece + "') is already defined");
+        const int type = file.types[id];
+        if (type == SpmModelFile::Unknown) {
+            if (file.unk_id >= 0) fail(where + " is a second unknown piece (the first is " + std::to_string(file.unk_id) + ")");
+            file.unk_id = static_cast<int>(id);
+        } else if (type == SpmModelFile::Byte) {
+            if (!file.trainer.byte_fallback) fail(where + " ('" + piece + "') is a byte piece although byte_fallback is false");
+            const int value = byte_piece_value(piece);
+            if (value < 0) fail(where + " ('" + piece + "') is not a valid byte piece");
+            byte_found[static_cast<size_t>(value)] = true;
+        }
+    }
+    if (file.unk_id < 0) fail("no piece has type UNKNOWN");
+    // SentencePiece's Unigram model builds its lattice from these and refuses a model without any.
+    if (file.trainer.model_type == SpmTrainerSpec::Unigram &&
+        std::none_of(file.types.begin(), file.types.end(), [](int t) {
+            return t == SpmModelFile::Normal || t == SpmModelFile::UserDefined || t == SpmModelFile::Unused;
+        }))
+        fail("no normal, user-defined or unused piece for the Unigram model to emit");
+    if (file.trainer.byte_fallback) {
+        for (size_t b = 0; b < byte_found.size(); ++b)
+            if (!byte_found[b]) fail("byte_fallback is true but byte piece " + std::to_string(b) + " is missing");
+    }
+}
+
+std::string read_bounded_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in) throw Error(ErrorKind::NotFound, path, "cannot open file");
+    const std::streamoff size = in.tellg();
+    if (size < 0) throw Error(ErrorKind::Format, path, "cannot determine the file size");
+    if (static_cast<uint64_t>(size) > kMaxFileBytes)
+        throw Error(ErrorKind::Format, path, "is " + std::to_string(size) + " bytes, too large for a SentencePiece model");
+    std::string data(static_cast<size_t>(size), '\0');
+    in.seekg(0);
+    if (size > 0 && !in.read(&data[0], size)) throw Error(ErrorKind::Format, path, "read error");
+    return data;
 }
 
 }  // namespace
 
-SpmModelFile SpmModelFile::load(const std::string& path) {
-    const SpmModule& module = load_module();
-    char err[512] = {0};
-    lorascope_spm* handle = module.load(path.c_str(), err, sizeof(err));
-    if (!handle) throw Error(ErrorKind::Format, path, std::string("SentencePiece cannot load it: ") + err);
-    std::unique_ptr<lorascope_spm, lorascope_spm_free_fn> owner(handle, module.free);
-
+SpmModelFile SpmModelFile::parse(std::string_view bytes, const std::string& path) {
     SpmModelFile file;
-    file.module_path = module.path;
-    const int n = module.piece_size(handle);
-    file.pieces.reserve(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i)
-        file.pieces.emplace_back(module.id_to_piece(handle, i), static_cast<double>(module.score(handle, i)));
-    file.unk_id = module.unk_id(handle);
-    size_t size = 0;
-    const char* serialized = module.serialized_model(handle, &size);
-    read_proto_fields(std::string_view(serialized, size), path, file);
-    if (file.types.size() != file.pieces.size())
-        throw Error(ErrorKind::Format, path, "SentencePiece model pieces disagree with its serialization");
+    WireReader model(bytes, 0, path, "ModelProto");
+    while (!model.done()) {
+        const auto key = model.key();
+        switch (key.field) {
+            case 1: {
+                WireReader r = model.message(key, "pieces", "pieces[" + std::to_string(file.pieces.size()) + "]");
+                read_piece(r, file);
+                break;
+            }
+            case 2: {
+                // A message field that appears twice is merged, as protobuf does.
+                WireReader r = model.message(key, "trainer_spec", "trainer_spec");
+                read_trainer_spec(r, file.trainer);
+                file.has_trainer_spec = true;
+                break;
+            }
+            case 3: {
+                WireReader r = model.message(key, "normalizer_spec", "normalizer_spec");
+                read_normalizer_spec(r, file.normalizer);
+                file.has_normalizer_spec = true;
+                break;
+            }
+            case 5: {
+                WireReader r = model.message(key, "denormalizer_spec", "denormalizer_spec");
+                if (!file.denormalizer) file.denormalizer.emplace();
+                read_normalizer_spec(r, *file.denormalizer);
+                break;
+            }
+            case 4: {
+                WireReader r = model.message(key, "self_test_data", "self_test_data");
+                check_self_test_data(r);
+                break;
+            }
+            default: model.skip(key);  // extensions
+        }
+    }
+    validate(file, path);
     return file;
 }
+
+SpmModelFile SpmModelFile::load(const std::string& path) { return parse(read_bounded_file(path), path); }
 
 }  // namespace lorascope::tokenizer

@@ -15,9 +15,9 @@ std::unique_ptr<SpmTokenizer> SpmTokenizer::load(const std::string& dir, const n
                                                  HfTokenizerConfig config) {
     const std::string model_path = dir + "/spiece.model";
     SpmModelFile file = SpmModelFile::load(model_path);
-    if (file.model_type != 1)
+    if (file.trainer.model_type != SpmTrainerSpec::Unigram)
         throw Error(ErrorKind::Unsupported, model_path, "only Unigram SentencePiece models are supported (this one is type " +
-                                                            std::to_string(file.model_type) + ")");
+                                                            std::to_string(file.trainer.model_type) + ")");
     if (config.family == TokenizerFamily::Unknown) config.family = TokenizerFamily::T5;
     apply_family_defaults(config);
     std::vector<std::pair<std::string, double>> pieces = file.pieces;
@@ -66,7 +66,7 @@ std::unique_ptr<SpmTokenizer> SpmTokenizer::load(const std::string& dir, const n
         // user-defined ones plain added tokens, and the post-processor appends </s>.
         const int extra = config.family == TokenizerFamily::T5 && config.added_tokens_decoder.empty() ? config.extra_ids.value_or(100) : 0;
         for (int i = extra - 1; i >= 0; --i) pieces.emplace_back("<extra_id_" + std::to_string(i) + ">", 0.0);
-        auto pipeline = MetaspacePipeline::from_spm_converter(file.precompiled_charsmap, model_path);
+        auto pipeline = MetaspacePipeline::from_spm_converter(file.normalizer.precompiled_charsmap, model_path);
         tok.reset(new SpmTokenizer(std::make_unique<UnigramModel>(std::move(pieces), file.unk_id), std::move(pipeline)));
         for (int64_t id = 0; id < piece_count; ++id) {
             const int type = file.types[static_cast<size_t>(id)];
@@ -96,7 +96,7 @@ std::unique_ptr<SpmTokenizer> SpmTokenizer::load(const std::string& dir, const n
     tok->description_ = std::string("SentencePiece Unigram from spiece.model") +
                         (tokenizer_json ? " with tokenizer.json's pipeline" : " (converted as transformers does)") + " (" +
                         tok->pipeline_.describe() + ", post-processor " + tok->post_.name + ", family " +
-                        to_string(config.family) + ", module " + file.module_path + ")";
+                        to_string(config.family) + ")";
     return tok;
 }
 
