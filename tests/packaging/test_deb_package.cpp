@@ -148,7 +148,8 @@ private Q_SLOTS:
                                  "./usr/share/icons/hicolor/scalable/apps/lorascope.svg",
                                  "./usr/share/icons/hicolor/256x256/apps/lorascope.png",
                                  "./usr/share/icons/hicolor/48x48/apps/lorascope.png", "./usr/share/doc/lorascope/copyright",
-                                 "./usr/share/doc/lorascope/README.md", "./usr/share/lorascope/demo/manifest.json"})
+                                 "./usr/share/doc/lorascope/README.md", "./usr/share/doc/lorascope/changelog.gz",
+                                 "./usr/share/lorascope/demo/manifest.json"})
             QVERIFY2(contents_.contains(QString::fromLatin1(path)), qPrintable(QStringLiteral("%1 is not in %2").arg(QString::fromLatin1(path), deb_)));
 
         // Every file of resources/demo/ is installed, except caches a Python run leaves behind.
