@@ -149,6 +149,7 @@ private Q_SLOTS:
                                  "./usr/share/icons/hicolor/256x256/apps/lorascope.png",
                                  "./usr/share/icons/hicolor/48x48/apps/lorascope.png", "./usr/share/doc/lorascope/copyright",
                                  "./usr/share/doc/lorascope/README.md", "./usr/share/doc/lorascope/changelog.gz",
+                                 "./usr/share/man/man1/lorascope.1.gz", "./usr/share/man/man1/lorascope-cli.1.gz",
                                  "./usr/share/lorascope/demo/manifest.json"})
             QVERIFY2(contents_.contains(QString::fromLatin1(path)), qPrintable(QStringLiteral("%1 is not in %2").arg(QString::fromLatin1(path), deb_)));
 
