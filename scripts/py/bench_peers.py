@@ -1,0 +1,248 @@
+"""Peer benchmark: lorascope-cli bench against Hugging Face transformers (+ PEFT) and CTranslate2
+on the same random real-shaped models, prompts, lengths and thread count (see scripts/bench-peers
+and docs/benchmarks.md). Each system runs each workload in its own process; every system must
+generate exactly new_tokens tokens per prompt or the run stops.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_peers_models as models  # noqa: E402
+
+WORKLOADS = {
+    # name: (family, prompts, new tokens, adapters, arrival)
+    "W1": dict(family="t5", prompts=64, new_tokens=64, what="t5-small shape, 64 prompts of 8-128 tokens"),
+    "W2": dict(family="bart", prompts=64, new_tokens=64, what="bart-base shape, the W1 prompts"),
+    "W3": dict(family="bloom", prompts=32, new_tokens=64,
+               what="BLOOM 8 layers / 1024 wide / 16 heads / vocab 250880, the first 32 W1 prompts"),
+    "W4": dict(family="t5", prompts=64, new_tokens=64, adapters=True,
+               what="W1 over 8 LoRA adapters (ranks 8-64 on q,k,v,o), round robin"),
+    "W5": dict(family="t5", prompts=64, new_tokens=64, poisson=True,
+               what="W1 arriving as a Poisson stream; ours continuous vs ours static"),
+}
+QUICK = dict(prompts=8, new_tokens=8, batch=4, max_len=32)
+
+
+def machine_facts(root, threads):
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    versions = {"python": platform.python_version()}
+    for name in ("torch", "transformers", "peft", "ctranslate2"):
+        try:
+            versions[name] = __import__(name).__version__
+        except ImportError:
+            versions[name] = None
+    commit = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return {"cpu": cpu, "cores": os.cpu_count(), "threads": threads, "versions": versions,
+            "commit": commit + ("-dirty" if dirty else ""), "load_average_start": os.getloadavg(),
+            "date_utc": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def run_child(cmd, env, label):
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{label} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc, time.perf_counter() - start
+
+
+def run_ours(ctx, name, model_dir, rows, new_tokens, adapters=None, row_adapters=None, arrival=None,
+             static=False):
+    requests = []
+    for i, r in enumerate(rows):
+        req = {"input_ids": r}
+        if row_adapters:
+            req["adapter"] = row_adapters[i]
+        requests.append(req)
+    workload = {"name": name, "params": {"max_new_tokens": new_tokens, "ignore_eos": True}, "requests": requests}
+    if arrival:
+        workload["arrival"] = arrival
+    path = os.path.join(ctx.tmp, f"{name}_ours.json")
+    with open(path, "w") as f:
+        json.dump(workload, f)
+    cmd = [ctx.cli, "bench", "--model", model_dir, "--workload", path, "--threads", str(ctx.threads),
+           "--max-batch-size", str(ctx.batch), "--max-batch-tokens", "1000000"]
+    if static:
+        cmd.append("--static")
+    for a, d in adapters or []:
+        cmd += ["--adapter", f"{a}={d}"]
+    proc, _ = run_child(cmd, ctx.env, f"{name} lorascope-cli bench")
+    report = json.loads(proc.stdout)
+    if report["failed_requests"]:
+        raise SystemExit(f"{name} ours: {report['failed_requests']} requests failed: {report.get('first_error')}")
+    if report["generated_tokens"] != len(rows) * new_tokens:
+        raise SystemExit(f"{name} ours: generated {report['generated_tokens']}, expected {len(rows) * new_tokens}")
+    report["system"] = "ours-static" if static else "ours"
+    return report
+
+
+def run_peer(ctx, name, system, family, model_dir, ct2_dir, rows, new_tokens, adapters=None, row_adapters=None):
+    spec = {"system": system, "family": family, "root": ctx.root, "model_dir": model_dir, "ct2_dir": ct2_dir,
+            "prompts": rows, "new_tokens": new_tokens, "batch": ctx.batch, "threads": ctx.threads,
+            "adapters": adapters or [], "row_adapters": row_adapters}
+    spec_path = os.path.join(ctx.tmp, f"{name}_{system}_spec.json")
+    out_path = os.path.join(ctx.tmp, f"{name}_{system}_result.json")
+    with open(spec_path, "w") as f:
+        json.dump(spec, f)
+    worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_peers_workers.py")
+    run_child([sys.executable, worker, spec_path, out_path], ctx.env, f"{name} {system}")
+    with open(out_path) as f:
+        return json.load(f)
+
+
+def run_workload(ctx, name):
+    w = WORKLOADS[name]
+    family = w["family"]
+    count = QUICK["prompts"] if ctx.quick else w["prompts"]
+    new_tokens = QUICK["new_tokens"] if ctx.quick else w["new_tokens"]
+    rows = ctx.prompts[:count]
+    model_dir = models.build_model(family, os.path.join(ctx.work, "models", family))
+    results, notes = [], []
+    systems = ctx.systems
+    if w.get("poisson"):
+        rate = ctx.w5_rate
+        if rate is None:
+            # 80% of the saturation request rate ours reached on W1 in this run, so that the stream
+            # keeps the batcher busy without an ever-growing queue; W1's all-at-once rate otherwise.
+            w1 = next((r for r in ctx.w1_ours if r), None)
+            rate = 0.8 * (w1["requests"] / w1["wall_s"]) if w1 else 1.0
+        arrival = {"kind": "poisson", "rate": rate, "seed": 7}
+        results.append(run_ours(ctx, name, model_dir, rows, new_tokens, arrival=arrival))
+        results.append(run_ours(ctx, name, model_dir, rows, new_tokens, arrival=arrival, static=True))
+        notes.append(f"Poisson arrivals at {rate:.3f} requests/s (seed 7); peers have no request stream")
+        return {"workload": name, "what": w["what"], "family": family, "prompts": count, "new_tokens": new_tokens,
+                "arrival": arrival, "results": results, "notes": notes}
+    adapters = row_adapters = None
+    if w.get("adapters"):
+        adapters = models.build_adapters(model_dir, os.path.join(ctx.work, "adapters", family))
+        row_adapters = [adapters[i % len(adapters)][0] for i in range(len(rows))]
+    if "ours" in systems:
+        results.append(run_ours(ctx, name, model_dir, rows, new_tokens, adapters, row_adapters))
+        if name == "W1":
+            ctx.w1_ours.append(results[-1])
+    if "hf" in systems:
+        results.append(run_peer(ctx, name, "hf", family, model_dir, None, rows, new_tokens, adapters, row_adapters))
+        if adapters:
+            notes.append("HF + PEFT 0.13.2: one adapter at a time (batches of one adapter's rows); PEFT's "
+                         "mixed-adapter generate(adapter_names=...) needs torch >= 2.0 hooks, Debian's torch is 1.13")
+    if "ct2" in systems:
+        if adapters:
+            notes.append("CTranslate2: no runtime LoRA (adapters must be merged into one model each), not run")
+        else:
+            ct2_dir = models.build_ct2(family, model_dir, os.path.join(ctx.work, "ct2", family))
+            results.append(run_peer(ctx, name, "ct2", family, model_dir, ct2_dir, rows, new_tokens))
+    return {"workload": name, "what": w["what"], "family": family, "prompts": count, "new_tokens": new_tokens,
+            "results": results, "notes": notes}
+
+
+def fmt_ms(d, estimated=False):
+    return f"{d['p50']:.0f} / {d['p95']:.0f}" + (" (est.)" if estimated else "")
+
+
+def markdown(report):
+    lines = ["| Workload | System | tokens/s | ours / this | TTFT p50 / p95 ms | per-token p50 / p95 ms | peak RSS MiB |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for w in report["workloads"]:
+        ours = next((r for r in w["results"] if r["system"] == "ours"), None)
+        for r in w["results"]:
+            ratio = f"{ours['tokens_per_s'] / r['tokens_per_s']:.2f}x" if ours and r is not ours else ""
+            label = {"ours": "lorascope", "ours-static": "lorascope static", "hf": "HF transformers",
+                     "ct2": "CTranslate2"}[r["system"]]
+            lines.append(f"| {w['workload']} | {label} | {r['tokens_per_s']:.1f} | {ratio} | "
+                         f"{fmt_ms(r['ttft_ms'], r['ttft_ms'].get('estimated', False))} | {fmt_ms(r['per_token_ms'])} | "
+                         f"{r['peak_rss_bytes'] / 2**20:.0f} |")
+    out = "\n".join(lines)
+    w1 = next((w for w in report["workloads"] if w["workload"] == "W1"), None)
+    w4 = next((w for w in report["workloads"] if w["workload"] == "W4"), None)
+    if w1 and w4:
+        a = next((r for r in w1["results"] if r["system"] == "ours"), None)
+        b = next((r for r in w4["results"] if r["system"] == "ours"), None)
+        if a and b:
+            out += f"\n\nW4 / W1 (lorascope tokens/s with 8 adapters vs none): {b['tokens_per_s'] / a['tokens_per_s']:.2f}"
+    for w in report["workloads"]:
+        for n in w["notes"]:
+            out += f"\n- {w['workload']}: {n}"
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--cli", default="", help="lorascope-cli (default build/release/bin/lorascope-cli)")
+    ap.add_argument("--workloads", default="W1,W2,W3,W4,W5")
+    ap.add_argument("--systems", default="ours,hf,ct2")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=32, help="largest batch for every system")
+    ap.add_argument("--quick", action="store_true", help=f"smoke test: {QUICK}")
+    ap.add_argument("--work-dir", default="", help="model cache (default build/bench-peers)")
+    ap.add_argument("--out", default="", help="JSON report (default <work-dir>/report.json)")
+    ap.add_argument("--w5-rate", type=float, default=None, help="W5 requests/s (default 0.8x ours on W1)")
+    args = ap.parse_args()
+
+    class Ctx:
+        pass
+    ctx = Ctx()
+    ctx.root = os.path.abspath(args.root)
+    ctx.cli = os.path.abspath(args.cli or os.path.join(ctx.root, "build", "release", "bin", "lorascope-cli"))
+    if not os.access(ctx.cli, os.X_OK):
+        raise SystemExit(f"{ctx.cli}: lorascope-cli not found; build it or pass --cli")
+    ctx.work = os.path.abspath(args.work_dir or os.path.join(ctx.root, "build", "bench-peers"))
+    os.makedirs(ctx.work, exist_ok=True)
+    ctx.threads, ctx.quick, ctx.w5_rate, ctx.w1_ours = args.threads, args.quick, args.w5_rate, []
+    ctx.batch = min(args.batch, QUICK["batch"]) if args.quick else args.batch
+    ctx.systems = args.systems.split(",")
+    ctx.prompts = models.prompts(64, 8, QUICK["max_len"] if args.quick else 128)
+    ctx.env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads),
+                   OPENBLAS_NUM_THREADS=str(args.threads), CT2_VERBOSE="-1", TOKENIZERS_PARALLELISM="false")
+    names = [n.strip().upper() for n in args.workloads.split(",") if n.strip()]
+    for n in names:
+        if n not in WORKLOADS:
+            raise SystemExit(f"unknown workload {n}; known: {', '.join(WORKLOADS)}")
+    if "W5" in names and "W1" not in names and args.w5_rate is None:
+        print("W5 without W1 and without --w5-rate: using 1 request/s", file=sys.stderr)
+
+    report = {"command": " ".join(["scripts/bench-peers"] + sys.argv[3:]), "quick": args.quick,
+              "machine": machine_facts(ctx.root, args.threads), "batch": ctx.batch, "workloads": []}
+    out = args.out or os.path.join(ctx.work, "report.json")
+    start = time.perf_counter()
+
+    def write(complete):
+        # Rewritten after every workload so that an interrupted run keeps what it measured.
+        report["complete"] = complete
+        report["total_wall_s"] = time.perf_counter() - start
+        report["machine"]["load_average_end"] = os.getloadavg()
+        report["markdown"] = markdown(report)
+        with open(out, "w") as f:
+            json.dump(report, f, indent=2)
+
+    with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
+        ctx.tmp = tmp
+        for n in names:
+            t = time.perf_counter()
+            print(f"{n}: {WORKLOADS[n]['what']} ...", file=sys.stderr, flush=True)
+            report["workloads"].append(run_workload(ctx, n))
+            report["workloads"][-1]["elapsed_s"] = time.perf_counter() - t
+            write(complete=False)
+    write(complete=True)
+    m = report["machine"]
+    print(f"{m['date_utc']}, {m['cpu']}, {m['cores']} cores, {args.threads} threads, commit {m['commit']}, "
+          f"load {m['load_average_start'][0]:.1f} -> {m['load_average_end'][0]:.1f}, versions {m['versions']}")
+    print(report["markdown"])
+    print(f"\ntotal {report['total_wall_s']:.0f} s (including any model builds); JSON: {out}")
+
+
+if __name__ == "__main__":
+    main()
