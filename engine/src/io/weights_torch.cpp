@@ -60,6 +60,22 @@ std::vector<std::string> tied_group(const ModelConfig& config) {
     return {};
 }
 
+// HF's `_keep_in_fp32_modules`: T5 loaded in float16 keeps every parameter of a module named "wo"
+// (the feed-forward output) in float32, because its activations overflow float16 in real
+// checkpoints. Only float16: from_pretrained applies the list for torch_dtype=float16 alone.
+bool keep_in_float32(const ModelConfig& config, at::ScalarType dtype, const std::string& name) {
+    if (config.family != Family::T5 || dtype != at::kHalf) return false;
+    size_t start = 0;
+    while (start <= name.size()) {
+        const size_t dot = name.find('.', start);
+        const size_t end = dot == std::string::npos ? name.size() : dot;
+        if (name.compare(start, end - start, "wo") == 0) return true;
+        if (dot == std::string::npos) break;
+        start = dot + 1;
+    }
+    return false;
+}
+
 class SafetensorsWeightStore final : public WeightStore {
 public:
     SafetensorsWeightStore(std::string dir, std::shared_ptr<SafetensorsCheckpoint> ckpt, const ModelConfig& config,
@@ -83,8 +99,9 @@ public:
         bool zero_copy = false;
         // A store never hands out both a view and a conversion of one tensor (its dtype and device are
         // fixed), so the converted tensor's source pages can go back to the kernel.
-        at::Tensor t = tensor_from_safetensors(*entry->file, *entry->info, options_.dtype, options_.device,
-                                               &zero_copy, /*release_source=*/true);
+        const at::ScalarType dtype = keep_in_float32(config_, options_.dtype, name) ? at::kFloat : options_.dtype;
+        at::Tensor t = tensor_from_safetensors(*entry->file, *entry->info, dtype, options_.device, &zero_copy,
+                                               /*release_source=*/true);
         // Converted tensors are cached so that tied names share one copy; zero-copy views cost nothing.
         if (!zero_copy) converted_.emplace(entry->info, t);
         return t;

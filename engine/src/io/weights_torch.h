@@ -14,7 +14,9 @@
 namespace lorascope::io {
 
 struct WeightLoadOptions {
-    at::ScalarType dtype = at::kFloat;  // every floating tensor is converted to this once, at load
+    // Every floating tensor is converted to this once, at load, except where Hugging Face keeps a
+    // module in float32 for this dtype (T5's feed-forward "wo" in float16).
+    at::ScalarType dtype = at::kFloat;
     at::Device device = at::kCPU;
     bool allow_pickle = false;          // pytorch_model.bin opt-in; refused with an explanation otherwise
 };

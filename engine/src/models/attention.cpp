@@ -1,6 +1,20 @@
 #include "models/attention.h"
 
+#include <torch/version.h>
+
+#include <cstdlib>
+#include <cstring>
+
 #include "models/kv_cache.h"
+#include "models/single_query_attention.h"
+
+// scaled_dot_product_attention with an explicit `scale` exists from LibTorch 2.1 on; Debian's 1.13
+// has neither, so it keeps the matmul/softmax path below.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define LORASCOPE_HAVE_SDPA 1
+#else
+#define LORASCOPE_HAVE_SDPA 0
+#endif
 
 namespace lorascope::models {
 
@@ -14,9 +28,38 @@ at::Tensor heads_view(const at::Tensor& y, int64_t offset, int64_t heads, int64_
 
 }  // namespace
 
+#if LORASCOPE_HAVE_SDPA
+namespace {
+
+// LORASCOPE_ATTENTION=math forces the explicit path (to compare kernels, or to rule SDPA out when a
+// parity check fails); read once, since attend() runs per layer and step.
+bool sdpa_enabled() {
+    static const bool enabled = [] {
+        const char* choice = std::getenv("LORASCOPE_ATTENTION");
+        return !(choice && std::strcmp(choice, "math") == 0);
+    }();
+    return enabled;
+}
+
+}  // namespace
+#endif
+
 at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
                   double score_scale) {
     const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
+#if LORASCOPE_HAVE_SDPA
+    if (sdpa_enabled()) {
+        // Every position rule (T5 buckets, ALiBi, causal and padding masks) is already an additive bias,
+        // which SDPA takes as attn_mask; it must share the query's dtype. The scale is always explicit:
+        // SDPA's default 1/sqrt(D) is wrong for T5 (1) and for BART (q pre-scaled).
+        c10::optional<at::Tensor> mask;
+        if (bias.defined()) mask = bias.scalar_type() == q.scalar_type() ? bias : bias.to(q.scalar_type());
+        at::Tensor out = at::scaled_dot_product_attention(q, k, v, mask, /*dropout_p=*/0.0, /*is_causal=*/false,
+                                                          /*scale=*/score_scale);
+        return out.transpose(1, 2).reshape({B, T, H * D});
+    }
+#endif
+    if (T == 1 && single_query_attention_applies(q, k, v)) return attend_single_query(q, k, v, bias, score_scale);
     at::Tensor scores = at::matmul(q, k.transpose(-1, -2));  // [B, H, T, L]
     if (score_scale != 1.0) scores.mul_(score_scale);
     if (bias.defined()) scores.add_(bias);

@@ -39,11 +39,27 @@ FeedForward::FeedForward(Linear wi, Linear wo, Activation act)
 FeedForward::FeedForward(Linear wi_0, Linear wi_1, Linear wo, Activation act)
     : gated_(true), wi_gate_({wi_0, wi_1}), inner_(wi_0.weight().size(0)), wo_(std::move(wo)), act_(act) {}
 
+at::Tensor FeedForward::output(const at::Tensor& hidden, const LoraHook* lora) const {
+    const at::ScalarType wo_dtype = wo_.weight().scalar_type();
+    if (hidden.scalar_type() == wo_dtype) return wo_.forward(hidden, lora);
+    // T5 in float16 keeps wo in float32 (HF's _keep_in_fp32_modules = ["wo"]) and, as HF's
+    // T5DenseActDense does, feeds it the activations cast up; the block's residual then promotes
+    // to float32. Adapter factors live in the model's dtype, so their delta is computed from the
+    // uncast activations and added to the float32 output.
+    at::Tensor y = wo_.forward(hidden.to(wo_dtype), nullptr);
+    if (lora) {
+        at::Tensor delta = at::zeros(y.sizes(), hidden.options());
+        lora->add_delta(wo_.site(), hidden, delta);
+        y.add_(delta);
+    }
+    return y;
+}
+
 at::Tensor FeedForward::forward(const at::Tensor& x, const LoraHook* lora) const {
-    if (!gated_) return wo_.forward(activate(act_, wi_.forward(x, lora)), lora);
+    if (!gated_) return output(activate(act_, wi_.forward(x, lora)), lora);
     at::Tensor both = wi_gate_.forward(x, lora);
     at::Tensor hidden = activate(act_, both.narrow(-1, 0, inner_)).mul_(both.narrow(-1, inner_, inner_));
-    return wo_.forward(hidden, lora);
+    return output(hidden, lora);
 }
 
 }  // namespace lorascope::models

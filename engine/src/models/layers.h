@@ -39,6 +39,8 @@ public:
     at::Tensor forward(const at::Tensor& x, const LoraHook* lora) const;
 
 private:
+    at::Tensor output(const at::Tensor& hidden, const LoraHook* lora) const;  // wo, in wo's own dtype
+
     bool gated_ = false;
     Linear wi_;
     FusedLinear wi_gate_;

@@ -18,8 +18,16 @@ enum class NormPlacement {
     Post,                 // norm(x + f(x))                       BART
 };
 
+// What a block does about float16 overflow, as the family's HF code does (only in float16).
+enum class HalfOverflowGuard {
+    None,               // BLOOM, BART decoder
+    ClampEachSublayer,  // T5Block: after each sublayer, clamp to +-(max or max-1000 when an inf appeared)
+    ClampOnInfOrNan,    // BartEncoderLayer: clamp to +-(max-1000) when an inf or nan appeared
+};
+
 struct TransformerBlock {
     NormPlacement placement = NormPlacement::Pre;
+    HalfOverflowGuard half_guard = HalfOverflowGuard::None;
     Norm self_norm;
     SelfAttention self_attn;
     bool has_cross = false;
