@@ -61,6 +61,7 @@ std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_t5(const ModelConfig& config, const G
         const std::string p = layer_path("encoder.block", i);
         TransformerBlock blk;
         blk.placement = NormPlacement::Pre;
+        blk.half_guard = HalfOverflowGuard::ClampEachSublayer;
         blk.self_norm = b.rms_norm(p + ".layer.0.layer_norm", c.d_model, eps);
         blk.self_attn = fused_self_attention(b, p + ".layer.0.SelfAttention", shape, c.d_model, "q", "k", "v", "o", false);
         blk.ffn_norm = b.rms_norm(p + ".layer.1.layer_norm", c.d_model, eps);
@@ -72,6 +73,7 @@ std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_t5(const ModelConfig& config, const G
         const std::string p = layer_path("decoder.block", i);
         TransformerBlock blk;
         blk.placement = NormPlacement::Pre;
+        blk.half_guard = HalfOverflowGuard::ClampEachSublayer;
         blk.self_norm = b.rms_norm(p + ".layer.0.layer_norm", c.d_model, eps);
         blk.self_attn = fused_self_attention(b, p + ".layer.0.SelfAttention", shape, c.d_model, "q", "k", "v", "o", false);
         blk.has_cross = true;
@@ -115,6 +117,7 @@ std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_bart(const ModelConfig& config, const
         const std::string p = layer_path("model.encoder.layers", i);
         TransformerBlock blk;
         blk.placement = NormPlacement::Post;
+        blk.half_guard = HalfOverflowGuard::ClampOnInfOrNan;
         blk.self_attn = fused_self_attention(b, p + ".self_attn", shape, c.d_model, "q_proj", "k_proj", "v_proj", "out_proj", true);
         blk.self_norm = b.layer_norm(p + ".self_attn_layer_norm", c.d_model, 1e-5);
         blk.ffn = FeedForward(b.linear(p + ".fc1", c.d_model, c.encoder_ffn_dim, true),
