@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,13 @@ inline const std::vector<std::string>& model_variants() {
     static const std::vector<std::string> names = {"t5_v1_0", "t5_v1_1", "bart_plain", "bart_scaled_bare",
                                                    "bloom_4h", "bloom_6h_postln"};
     return names;
+}
+
+// LORASCOPE_TEST_DEVICE (default "cpu"): where the parity tests load the models; scripts/gpu-check
+// sets it to cuda together with the oracle's --device, so both sides run on the same GPU.
+inline std::string test_device() {
+    const char* device = std::getenv("LORASCOPE_TEST_DEVICE");
+    return device && *device ? std::string(device) : std::string("cpu");
 }
 
 std::string variant_dir(const std::string& variant);        // <oracle>/models/<variant>

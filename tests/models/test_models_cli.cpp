@@ -14,6 +14,9 @@ namespace {
 
 // Runs lorascope-cli with `args`, feeding `input` on a file; returns the output lines as JSON.
 std::vector<json> run_cli(const QStringList& args, const std::string& input, int* exit_code) {
+    QStringList full = args;
+    // generate runs the engine, which takes the device under test; score has no --device.
+    if (full.value(0) == "generate") full << "--device" << QString::fromStdString(lorascope::test::test_device());
     QTemporaryDir dir;
     const QString in_path = dir.filePath("in.jsonl"), out_path = dir.filePath("out.jsonl");
     {
@@ -22,7 +25,7 @@ std::vector<json> run_cli(const QStringList& args, const std::string& input, int
     }
     QProcess p;
     p.start(QString::fromStdString(lorascope::test::cli_path()),
-            QStringList(args) << "--input" << in_path << "--output" << out_path << "--threads" << "2");
+            QStringList(full) << "--input" << in_path << "--output" << out_path << "--threads" << "2");
     if (!p.waitForFinished(300000)) qWarning() << "lorascope-cli did not finish";
     *exit_code = p.exitCode();
     if (p.exitCode() != 0) qWarning() << p.readAllStandardError();

@@ -24,7 +24,7 @@ double max_abs_diff(const at::Tensor& ours, const json& theirs) {
     std::vector<float> ref = theirs.get<std::vector<float>>();
     at::Tensor r = at::tensor(ref, at::TensorOptions().dtype(at::kFloat));
     if (r.numel() != ours.numel()) return 1e30;
-    return (ours.reshape({-1}) - r).abs().max().item<double>();
+    return (ours.to(at::kCPU).reshape({-1}) - r).abs().max().item<double>();
 }
 
 std::string text(const std::vector<int64_t>& v) {
@@ -51,7 +51,9 @@ private Q_SLOTS:
         c10::InferenceMode guard;
         const std::string name = variant.toStdString();
         const json rec = test::load_records(name);
-        auto model = models::load_model(test::variant_model_dir(name));
+        models::LoadOptions load;
+        load.device = at::Device(test::test_device());
+        auto model = models::load_model(test::variant_model_dir(name), load);
         const auto prompts = rec["prompts"];
         QVERIFY(prompts.size() >= 4);
 

@@ -2,6 +2,9 @@
 own classes, and HF's outputs on them (raw logits along the greedy path, greedy generate single and
 batched, labelled losses) for the C++ model tests.
 
+--device cuda[:N] records HF's outputs computed on that device (scripts/gpu-check); the checkpoints
+themselves are always built and tuned on the CPU, so they are the same files whatever the device.
+
 Layout under --out:
   models/<variant>/model/        save_pretrained directory (safetensors, config, generation config)
   models/<variant>/records.json  what HF computed on that directory, reloaded with from_pretrained
@@ -97,7 +100,7 @@ def trim(tokens, eos):
 
 
 def hf_greedy(model, family, prompt, eos):
-    ids = torch.tensor([prompt])
+    ids = torch.tensor([prompt], device=model.device)
     out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=MAX_NEW_TOKENS,
                          do_sample=False, num_beams=1)[0].tolist()
     gen = out[1:] if family != "bloom" else out[len(prompt):]
@@ -115,8 +118,8 @@ def hf_batched(model, family, prompts, eos, pad):
         else:
             ids[i, :len(p)] = torch.tensor(p)
             mask[i, :len(p)] = 1
-    out = model.generate(ids, attention_mask=mask, max_new_tokens=MAX_NEW_TOKENS, do_sample=False,
-                         num_beams=1)
+    out = model.generate(ids.to(model.device), attention_mask=mask.to(model.device),
+                         max_new_tokens=MAX_NEW_TOKENS, do_sample=False, num_beams=1)
     rows = []
     for i in range(len(prompts)):
         gen = out[i, 1:] if family != "bloom" else out[i, width:]
@@ -129,11 +132,11 @@ def step_logits(model, family, prompt, greedy, start):
     steps = min(LOGIT_STEPS, len(greedy))
     with torch.no_grad():
         if family == "bloom":
-            seq = torch.tensor([prompt + greedy[:steps - 1]])
+            seq = torch.tensor([prompt + greedy[:steps - 1]], device=model.device)
             logits = model(seq).logits[0, len(prompt) - 1:len(prompt) - 1 + steps]
         else:
-            dec = torch.tensor([[start] + greedy[:steps - 1]])
-            logits = model(input_ids=torch.tensor([prompt]), decoder_input_ids=dec).logits[0]
+            dec = torch.tensor([[start] + greedy[:steps - 1]], device=model.device)
+            logits = model(input_ids=torch.tensor([prompt], device=model.device), decoder_input_ids=dec).logits[0]
     return logits.tolist()
 
 
@@ -153,8 +156,8 @@ def score_cases(model, family, prompts, vocab, eos, seed):
                 # A -100 label hides its token from the loss; the input reads pad there, as the
                 # seq2seq decoder input does after HF's shift_tokens_right.
                 pad = model.config.pad_token_id
-                seq = torch.tensor([prompt + [pad if t == -100 else t for t in labels]])
-                lab = torch.tensor([[-100] * len(prompt) + labels])
+                seq = torch.tensor([prompt + [pad if t == -100 else t for t in labels]], device=model.device)
+                lab = torch.tensor([[-100] * len(prompt) + labels], device=model.device)
                 out = model(seq, labels=lab)
                 logp = torch.log_softmax(out.logits[0].float(), -1)
                 token_logprobs = []
@@ -162,7 +165,8 @@ def score_cases(model, family, prompts, vocab, eos, seed):
                     pos = len(prompt) + j - 1
                     token_logprobs.append(None if t == -100 or pos < 0 else float(logp[pos, t]))
             else:
-                out = model(input_ids=torch.tensor([prompt]), labels=torch.tensor([labels]))
+                out = model(input_ids=torch.tensor([prompt], device=model.device),
+                            labels=torch.tensor([labels], device=model.device))
                 logp = torch.log_softmax(out.logits[0].float(), -1)
                 token_logprobs = [None if t == -100 else float(logp[j, t]) for j, t in enumerate(labels)]
         cases.append({"source_ids": prompt, "labels": labels, "loss": float(out.loss),
@@ -192,7 +196,7 @@ def tune_eos(model, family, prompts, eos):
     return chosen
 
 
-def build_variant(out_root, name, family, cls, config, extra, seed):
+def build_variant(out_root, name, family, cls, config, extra, seed, device="cpu"):
     vdir = os.path.join(out_root, "models", name)
     mdir = os.path.join(vdir, "model")
     if os.path.isdir(vdir):
@@ -214,7 +218,7 @@ def build_variant(out_root, name, family, cls, config, extra, seed):
         state = load_file(path)
         bare = {k[len("model."):]: v.contiguous() for k, v in state.items() if k.startswith("model.")}
         save_file(bare, path, metadata={"format": "pt"})
-    model = cls.from_pretrained(mdir, torch_dtype=torch.float32).eval()
+    model = cls.from_pretrained(mdir, torch_dtype=torch.float32).eval().to(device)
 
     pad = config.pad_token_id
     start = getattr(model.generation_config, "decoder_start_token_id", None)
@@ -224,6 +228,7 @@ def build_variant(out_root, name, family, cls, config, extra, seed):
         print(f"  note: HF's own batched greedy differs from single for {name}", file=sys.stderr)
     records = {
         "versions": hf_compat.versions(),
+        "device": str(model.device),
         "variant": name,
         "family": family,
         "model_dir": "model",
@@ -245,7 +250,7 @@ def build_variant(out_root, name, family, cls, config, extra, seed):
     print(f"  {name}: lengths {[len(g) for g in greedy]} finishes {reasons}")
 
 
-def build_t5_with_real_tokenizer(out_root, tok_dir):
+def build_t5_with_real_tokenizer(out_root, tok_dir, device="cpu"):
     vdir = os.path.join(out_root, "models", "t5_tok")
     if os.path.isdir(vdir):
         shutil.rmtree(vdir)
@@ -265,7 +270,7 @@ def build_t5_with_real_tokenizer(out_root, tok_dir):
     for f in ["spiece.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]:
         if os.path.exists(os.path.join(tok_dir, f)):
             os.symlink(os.path.abspath(os.path.join(tok_dir, f)), os.path.join(mdir, f))
-    model = T5ForConditionalGeneration.from_pretrained(mdir, torch_dtype=torch.float32).eval()
+    model = T5ForConditionalGeneration.from_pretrained(mdir, torch_dtype=torch.float32).eval().to(device)
     tok = AutoTokenizer.from_pretrained(mdir)
     prompts = ["translate English to German: The house is wonderful.", "Hello",
                "summarize: studies have shown that owning a dog is good for you, and walks help too.",
@@ -273,12 +278,12 @@ def build_t5_with_real_tokenizer(out_root, tok_dir):
     requests = []
     for i, text in enumerate(prompts):
         ids = tok(text).input_ids
-        out = model.generate(torch.tensor([ids]), max_new_tokens=20, do_sample=False)[0].tolist()
+        out = model.generate(torch.tensor([ids], device=model.device), max_new_tokens=20, do_sample=False)[0].tolist()
         gen = trim(out[1:], config.eos_token_id)
         requests.append({"id": f"r{i}", "prompt": text, "prompt_ids": ids, "max_new_tokens": 20,
                          "token_ids": gen, "text": tok.decode(gen, skip_special_tokens=True)})
     with open(os.path.join(vdir, "records.json"), "w") as f:
-        json.dump({"versions": hf_compat.versions(), "variant": "t5_tok", "model_dir": "model",
+        json.dump({"versions": hf_compat.versions(), "device": str(model.device), "variant": "t5_tok", "model_dir": "model",
                    "requests": requests}, f)
     print(f"  t5_tok: {len(requests)} text prompts")
 
@@ -287,15 +292,17 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--only", default="")
+    parser.add_argument("--device", default=os.environ.get("LORASCOPE_TEST_DEVICE", "cpu"),
+                        help="where HF computes the records (cpu, cuda, cuda:N); checkpoints are built on the CPU")
     args = parser.parse_args()
     torch.set_num_threads(1)
     tok_dir = os.path.join(os.environ.get("LORASCOPE_SHARED_TOKENIZERS", "/work/shared/tokenizers"), "t5")
     for seed, (name, family, cls, config, extra) in enumerate(variants(), start=100):
         if args.only and name not in args.only.split(","):
             continue
-        build_variant(args.out, name, family, cls, config, extra, seed * 7)
+        build_variant(args.out, name, family, cls, config, extra, seed * 7, args.device)
     if not args.only or "t5_tok" in args.only:
-        build_t5_with_real_tokenizer(args.out, tok_dir)
+        build_t5_with_real_tokenizer(args.out, tok_dir, args.device)
 
 
 if __name__ == "__main__":
