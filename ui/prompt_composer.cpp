@@ -105,6 +105,11 @@ void PromptComposer::setText(const QString& text) {
     file_items_.clear();
     file_note_->clear();
 }
+void PromptComposer::setPrompts(const QStringList& prompts) {
+    setText(prompts.join(QLatin1Char('\n')));
+    setMode(Mode::OnePerLine);
+}
+
 QString PromptComposer::text() const { return edit_->toPlainText(); }
 
 std::vector<PromptItem> PromptComposer::prompts() const {

@@ -28,6 +28,8 @@ public:
     void setMode(Mode mode);
     Mode mode() const;
     void setText(const QString& text);
+    // Fills the editor with one prompt per line and switches to "one prompt per line".
+    void setPrompts(const QStringList& prompts);
     QString text() const;
     std::vector<PromptItem> prompts() const;
     // Reads a .txt or .jsonl file; throws lorascope::Error (the window reports it).

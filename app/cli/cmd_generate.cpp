@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "demo_option.h"
 #include "engine_options.h"
 #include "jsonl_io.h"
 #include "lorascope/engine.h"
@@ -26,12 +27,15 @@ const char* const kUsage =
     "usage: lorascope-cli generate --model DIR [--adapter NAME=DIR]... [--threads N] [--device cpu|cuda]\n"
     "         [--dtype float32|float16|bfloat16] [--max-batch-size N] [--max-batch-tokens N]\n"
     "         [--adapter-memory-budget BYTES] [--input FILE|-] [--output FILE|-] [--stats FILE]\n"
+    "       lorascope-cli generate --demo [--demo-model t5|bart|bloom] [--demo-dir DIR] [options above]\n"
     "  input:  JSON Lines {\"id\", \"prompt\" | \"input_ids\", \"adapter\", \"params\": {max_new_tokens, min_new_tokens,\n"
     "          do_sample, temperature, top_k, top_p, typical_p, min_p, repetition_penalty, no_repeat_ngram_size,\n"
     "          num_beams, length_penalty, early_stopping, stop, seed, ignore_eos, logprobs}}\n"
     "  output: JSON Lines {\"id\", \"text\", \"token_ids\", \"finish_reason\", \"prompt_tokens\", \"generated_tokens\",\n"
     "          \"logprobs\" (when asked), \"error\" (when the request failed)}, in completion order\n"
-    "  --stats FILE: one JSON line per engine step\n";
+    "  --stats FILE: one JSON line per engine step\n"
+    "  --demo: the trained demo pack's model (default t5) with all its adapters; without --input, each example\n"
+    "          prompt is decoded under the base model and every adapter in one batch (ids \"exN/<target>\")\n";
 
 // Writes each finished request as one line; called on the engine thread.
 class OutputSink : public RequestSink {
@@ -128,20 +132,40 @@ json stats_line(const StepStats& s) {
             {"row_prefill", s.row_prefill}};
 }
 
+// The demo tour: every example prompt under the base model and each adapter, all submitted at
+// once so that they share one heterogeneous batch.
+std::vector<JsonLine> demo_tour_requests(const DemoModel& model) {
+    std::vector<JsonLine> lines;
+    for (size_t i = 0; i < model.example_prompts.size(); ++i) {
+        std::vector<std::string> targets{""};
+        for (const auto& a : model.adapters) targets.push_back(a.name);
+        for (const auto& t : targets) {
+            json r = {{"id", "ex" + std::to_string(i + 1) + "/" + (t.empty() ? "base" : t)},
+                      {"prompt", model.example_prompts[i]}};
+            if (!t.empty()) r["adapter"] = t;
+            lines.push_back(JsonLine{lines.size() + 1, std::move(r), {}});
+        }
+    }
+    return lines;
+}
+
 }  // namespace
 
 int cmd_generate(int argc, char** argv) {
-    Args args(argc, argv, 2, {"help"});
+    ExpandedArgs expanded = expand_demo_args(argc, argv);
+    Args args(expanded.argc(), expanded.argv.data(), 2, {"help", "demo"});
     if (args.has("help")) {
         std::fputs(kUsage, stdout);
         return 0;
     }
-    std::vector<std::string> known = {"help", "input", "output", "stats"};
+    std::vector<std::string> known = {"help", "input", "output", "stats", "demo"};
     for (const auto& k : engine_option_names()) known.push_back(k);
+    for (const auto& k : demo_option_names()) known.push_back(k);
     args.allow_only(known);
 
     const EngineOptions options = engine_options_from(args);
-    const auto lines = read_json_lines(args.get_or("input", "-"));
+    const auto lines = expanded.demo && !args.has("input") ? demo_tour_requests(expanded.demo->model())
+                                                           : read_json_lines(args.get_or("input", "-"));
     JsonLineWriter writer(args.get_or("output", "-"));
     std::unique_ptr<JsonLineWriter> stats_writer;
     if (auto path = args.get("stats")) stats_writer = std::make_unique<JsonLineWriter>(*path);

@@ -1,15 +1,22 @@
 // lorascope: the desktop workbench. `lorascope [MODEL_DIR]` opens the window (and loads the model);
 // `lorascope --screenshot DIR [--model M --adapter A ... --prompt P]` renders the main window, the
 // comparison view and the batching inspector to PNGs and exits (works with QT_QPA_PLATFORM=offscreen).
+// `lorascope --demo [--demo-model KEY] [--demo-dir DIR]` loads the trained demo pack's model (T5 by
+// default) with all its adapters and fills in its example prompts; with --screenshot it renders them
+// compared across the base model and the adapters.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QEventLoop>
+#include <QMessageBox>
 #include <QTimer>
 #include <cstdio>
+#include <memory>
 
+#include "lorascope/demo_pack.h"
 #include "lorascope/engine.h"
+#include "lorascope/error.h"
 #include "adapter_list_model.h"
 #include "engine_bridge.h"
 #include "main_window.h"
@@ -52,8 +59,37 @@ int main(int argc, char** argv) {
     const QCommandLineOption prompt({QStringLiteral("prompt")}, QStringLiteral("Prompt to compare across the adapters (with --screenshot)"), QStringLiteral("TEXT"));
     const QCommandLineOption device({QStringLiteral("device")}, QStringLiteral("cpu or cuda[:N]"), QStringLiteral("DEVICE"));
     const QCommandLineOption threads({QStringLiteral("threads")}, QStringLiteral("Compute threads (0: all cores)"), QStringLiteral("N"));
-    cli.addOptions({screenshot, model, adapter, prompt, device, threads});
+    const QCommandLineOption demo({QStringLiteral("demo")}, QStringLiteral("Load the demo pack's model with its adapters and example prompts"));
+    const QCommandLineOption demo_model({QStringLiteral("demo-model")}, QStringLiteral("Demo model: t5 (default), bart or bloom"), QStringLiteral("KEY"));
+    const QCommandLineOption demo_dir({QStringLiteral("demo-dir")}, QStringLiteral("Demo pack directory (default: LORASCOPE_DEMO_DIR, the installed or source-tree pack)"), QStringLiteral("DIR"));
+    cli.addOptions({screenshot, model, adapter, prompt, device, threads, demo, demo_model, demo_dir});
     cli.process(app);
+
+    // The demo pack stands in for --model/--adapter; its example prompts fill the composer.
+    QString demo_model_dir;
+    QStringList demo_adapters, demo_prompts;
+    if (cli.isSet(demo)) {
+        if (cli.isSet(model) || !cli.positionalArguments().isEmpty()) {
+            std::fprintf(stderr, "lorascope: --demo loads the demo model: give either --demo or a model directory\n");
+            return 2;
+        }
+        try {
+            const lorascope::DemoPack pack = lorascope::load_demo_pack(cli.value(demo_dir).toStdString());
+            const lorascope::DemoModel& m =
+                pack.model(cli.isSet(demo_model) ? cli.value(demo_model).toStdString() : pack.default_model);
+            demo_model_dir = QString::fromStdString(m.dir);
+            for (const auto& a : m.adapters) demo_adapters << QString::fromStdString(a.dir);
+            for (const auto& p : m.example_prompts) demo_prompts << QString::fromStdString(p);
+        } catch (const lorascope::Error& e) {
+            std::fprintf(stderr, "lorascope: %s\n", e.what());
+            if (!cli.isSet(screenshot) && QGuiApplication::platformName() != QLatin1String("offscreen"))
+                QMessageBox::critical(nullptr, QStringLiteral("Lorascope demo"), QString::fromStdString(e.what()));
+            return 1;
+        }
+    } else if (cli.isSet(demo_model) || cli.isSet(demo_dir)) {
+        std::fprintf(stderr, "lorascope: --demo-model and --demo-dir need --demo\n");
+        return 2;
+    }
 
     lorascope::ui::MainWindowOptions options;
     options.engine_factory = [](const lorascope::EngineOptions& o) { return lorascope::Engine::create(o); };
@@ -61,12 +97,30 @@ int main(int argc, char** argv) {
     if (cli.isSet(device)) window.modelPanel()->setDevice(cli.value(device));
     if (cli.isSet(threads)) window.modelPanel()->setThreads(cli.value(threads).toInt());
 
-    QString model_dir = cli.value(model);
+    QString model_dir = cli.isSet(demo) ? demo_model_dir : cli.value(model);
     if (model_dir.isEmpty() && !cli.positionalArguments().isEmpty()) model_dir = cli.positionalArguments().front();
+    const QStringList adapter_dirs = cli.isSet(demo) ? demo_adapters + cli.values(adapter) : cli.values(adapter);
 
     if (!cli.isSet(screenshot)) {
         window.show();
         if (!model_dir.isEmpty()) window.loadModel(model_dir);
+        if (!adapter_dirs.isEmpty()) {
+            // Adapters load into an engine: add them once the model is up, then aim the example
+            // prompts at the base model and every adapter.
+            auto* bridge = window.bridge();
+            auto added = std::make_shared<bool>(false);
+            QObject::connect(bridge, &lorascope::ui::EngineBridge::loadFinished, &window, [&window, adapter_dirs, added] {
+                if (*added) return;
+                *added = true;
+                for (const QString& dir : adapter_dirs) window.addAdapter(dir);
+            });
+            if (cli.isSet(demo))
+                QObject::connect(window.adapterModel(), &lorascope::ui::AdapterListModel::readyNamesChanged, &window,
+                                 [&window](const QStringList& names) {
+                                     window.composer()->setSelectedTargets(QStringList{QString()} + names);
+                                 });
+        }
+        if (!demo_prompts.isEmpty()) window.composer()->setPrompts(demo_prompts);
         return app.exec();
     }
 
@@ -87,7 +141,7 @@ int main(int argc, char** argv) {
         spin_until([&] { return failed || bridge->hasEngine(); }, 300000);
         if (bridge->hasEngine()) {
             QStringList targets{QString()};
-            for (const QString& dir : cli.values(adapter)) window.addAdapter(dir);
+            for (const QString& dir : adapter_dirs) window.addAdapter(dir);
             spin_until([&] {
                 for (const auto& e : window.adapterModel()->entries())
                     if (e.state == lorascope::ui::AdapterListModel::State::Loading) return false;
@@ -102,9 +156,17 @@ int main(int argc, char** argv) {
             for (const auto& a : bridge->adapters()) targets << QString::fromStdString(a.name);
             window.composer()->setAdapters(targets.mid(1));
             window.composer()->setSelectedTargets(targets);
-            window.composer()->setText(cli.isSet(prompt) ? cli.value(prompt) : QStringLiteral("translate English to German: The house is wonderful."));
-            if (targets.size() > 1) window.compareTargets();
-            else window.submitPrompts();
+            if (!demo_prompts.isEmpty() && !cli.isSet(prompt)) {
+                // The first example compared across every target, then all examples on all targets
+                // so that the request board and the batching inspector show a full batch.
+                window.composer()->setPrompts(demo_prompts);
+                if (targets.size() > 1) window.compareTargets();
+                window.submitPrompts();
+            } else {
+                window.composer()->setText(cli.isSet(prompt) ? cli.value(prompt) : QStringLiteral("translate English to German: The house is wonderful."));
+                if (targets.size() > 1) window.compareTargets();
+                else window.submitPrompts();
+            }
             spin_until([&] { return window.requestModel()->unfinishedCount() == 0; }, 120000);
             for (const auto& r : window.requestModel()->records()) {
                 if (r.status != lorascope::ui::RequestStatus::Failed) continue;
