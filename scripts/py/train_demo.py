@@ -37,7 +37,7 @@ BOUND_NOTE = "tests/demo asserts exact match >= 0.8 per adapter and for the base
 
 # ---------------------------------------------------------------------------------------------
 # Tasks. Word tasks (T5, BART): a prompt is 3-6 distinct words from WORDS. Digit tasks (BLOOM): a
-# prompt is 3-6 digits followed by " =" and the answer is the continuation.
+# prompt is 4 digits followed by " =" and the answer is the continuation.
 WORDS = ["apple", "bird", "cat", "dog", "egg", "fish", "goat", "hat", "ink", "jam", "kite", "lamp",
          "moon", "nut", "owl", "pig", "queen", "rain", "sun", "tree", "van", "wolf", "yak", "zoo"]
 DIGIT_NAMES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
@@ -61,7 +61,9 @@ def word_items(rng):
 
 
 def digit_items(rng):
-    return [rng.randrange(10) for _ in range(rng.randint(3, 6))]
+    # A fixed length keeps every answer token at a fixed distance from the digit it comes from,
+    # which a tiny ALiBi decoder learns in minutes; variable lengths took far longer.
+    return [rng.randrange(10) for _ in range(4)]
 
 
 def word_prompt(items):
@@ -83,7 +85,7 @@ MODELS = {
             ("sort", dict(r=16, lora_alpha=32, target_modules=["q", "k", "v", "o", "wi", "wo"]),
              "the words in alphabetical order"),
         ],
-        base_steps=4000, adapter_steps=600),
+        base_steps=4000, adapter_steps=600, base_lr=2e-3),
     "bart": dict(
         family="bart", kind="seq2seq", tasks=WORD_TASKS, base_task="copy", items=word_items, prompt=word_prompt,
         description="Tiny BART (encoder-decoder, byte-level BPE tokenizer) trained to copy a list of words",
@@ -95,11 +97,11 @@ MODELS = {
             ("sort", dict(r=16, lora_alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"]),
              "the words in alphabetical order"),
         ],
-        base_steps=4000, adapter_steps=600),
+        base_steps=4000, adapter_steps=600, base_lr=1e-3, base_warmup=500, base_min_acc=0.9),
     "bloom": dict(
         family="bloom", kind="causal", tasks=DIGIT_TASKS, base_task="spell", items=digit_items, prompt=digit_prompt,
         description="Tiny BLOOM (decoder-only, ALiBi, byte-level BPE tokenizer) trained to spell digits out",
-        prompt_format="3-6 digits separated by spaces, then ' =' (the model continues after it)",
+        prompt_format="4 digits separated by spaces, then ' =' (the model continues after it)",
         adapters=[
             ("reverse", dict(r=8, lora_alpha=16, target_modules=["query_key_value"]), "the digits in reverse order"),
             ("plus-one", dict(r=8, lora_alpha=16, target_modules=["query_key_value", "dense_h_to_4h", "dense_4h_to_h"]),
@@ -107,7 +109,7 @@ MODELS = {
             ("shout", dict(r=4, lora_alpha=8, target_modules=["query_key_value", "dense"]),
              "the digits spelt out in capitals"),
         ],
-        base_steps=4000, adapter_steps=600),
+        base_steps=4000, adapter_steps=600, base_lr=3e-3, base_min_acc=0.9),
 }
 
 
@@ -160,7 +162,8 @@ def train_bpe(corpus, vocab_size, specials):
 def train_bart_tokenizer(mdir, corpus):
     from tokenizers import processors
     from transformers import BartTokenizerFast
-    tk = train_bpe(corpus, 400, ["<s>", "<pad>", "</s>", "<unk>"])
+    # Large enough that every word, lower or upper case, with or without its leading space is one token.
+    tk = train_bpe(corpus, 640, ["<s>", "<pad>", "</s>", "<unk>"])
     tk.post_processor = processors.RobertaProcessing(sep=("</s>", 2), cls=("<s>", 0), add_prefix_space=False)
     tok = BartTokenizerFast(tokenizer_object=tk, bos_token="<s>", eos_token="</s>", sep_token="</s>",
                             cls_token="<s>", unk_token="<unk>", pad_token="<pad>", mask_token="<mask>",
@@ -263,11 +266,10 @@ def accuracy(spec, model, tok, examples, source_of):
     return sum(g == e["target"] for g, e in zip(got, examples)) / len(examples)
 
 
-def train(spec, model, tok, sample_pairs, steps, lr, check, log_name, batch=64, min_acc=0.98):
+def train(spec, model, tok, sample_pairs, steps, lr, check, log_name, batch=64, min_acc=0.98, warmup=100):
     """AdamW with linear warm-up; every 200 steps `check()` gives dev accuracy, stop once >= min_acc."""
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
-    warmup = 100
     model.train()
     acc, loss_value, step = 0.0, float("nan"), 0
     for step in range(1, steps + 1):
@@ -326,8 +328,10 @@ def build_model(name, spec, out_root, heldout_keys):
     torch.manual_seed(SEED)
     model = make_model(name, tok)
     print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters, vocabulary {len(tok)}", flush=True)
-    base_stats = train(spec, model, tok, base_pairs, spec["base_steps"], 2e-3,
-                       lambda: dev_check(tasks, model, True), f"{name} base")
+    # Post-LayerNorm BART stalled at lr 2e-3 with a short warm-up; T5 and BLOOM (pre-LN) do not need it.
+    base_stats = train(spec, model, tok, base_pairs, spec["base_steps"], spec["base_lr"],
+                       lambda: dev_check(tasks, model, True), f"{name} base", warmup=spec.get("base_warmup", 100),
+                       min_acc=spec.get("base_min_acc", 0.98))
     model.generation_config.max_new_tokens = 24
     model.save_pretrained(mdir, safe_serialization=True)
 
