@@ -5,8 +5,40 @@ find_package(nlohmann_json 3.10 REQUIRED)
 
 # LibTorch: Debian's libtorch-dev (1.13, CPU) or a wheel-shipped LibTorch 2.x
 # (pass -DCMAKE_PREFIX_PATH=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')).
+# TorchConfig finds libtorch and libc10 with find_library(... PATHS <its prefix>/lib), which searches
+# the system directories first: next to Debian's libtorch-dev, a wheel's LibTorch 2.x would link
+# Debian's 1.13 libtorch.so and libc10.so under its own 2.x headers (seen here). Pin those
+# libraries to the LibTorch that CMAKE_PREFIX_PATH (or Torch_DIR) names before it looks.
+set(_lorascope_torch_root "")
+foreach(_lorascope_prefix IN LISTS Torch_DIR CMAKE_PREFIX_PATH)
+  if(NOT _lorascope_torch_root AND EXISTS "${_lorascope_prefix}/TorchConfig.cmake")
+    get_filename_component(_lorascope_torch_root "${_lorascope_prefix}/../../.." ABSOLUTE)
+  elseif(NOT _lorascope_torch_root AND EXISTS "${_lorascope_prefix}/Torch/TorchConfig.cmake")
+    get_filename_component(_lorascope_torch_root "${_lorascope_prefix}/../.." ABSOLUTE)
+  endif()
+endforeach()
+if(_lorascope_torch_root)
+  foreach(_lorascope_pair IN ITEMS "TORCH_LIBRARY=torch" "c10_LIBRARY=c10" "C10_CUDA_LIBRARY=c10_cuda")
+    string(REPLACE "=" ";" _lorascope_pair "${_lorascope_pair}")
+    list(GET _lorascope_pair 0 _lorascope_var)
+    list(GET _lorascope_pair 1 _lorascope_name)
+    set(_lorascope_file
+        "${_lorascope_torch_root}/lib/${CMAKE_SHARED_LIBRARY_PREFIX}${_lorascope_name}${CMAKE_SHARED_LIBRARY_SUFFIX}")
+    if(EXISTS "${_lorascope_file}")
+      set(${_lorascope_var} "${_lorascope_file}" CACHE FILEPATH "LibTorch's own ${_lorascope_name}" FORCE)
+    endif()
+  endforeach()
+endif()
 find_package(Torch REQUIRED)
-message(STATUS "LibTorch ${Torch_VERSION} from ${Torch_DIR}")
+message(STATUS "LibTorch ${Torch_VERSION} from ${Torch_DIR} (libtorch: ${TORCH_LIBRARY}, libc10: ${c10_LIBRARY})")
+# Recent LibTorch headers refuse anything older than C++20 (ATen/ATen.h tests __cplusplus); our code
+# is C++17 and also compiles as C++20, so the standard follows the LibTorch found.
+list(GET TORCH_INCLUDE_DIRS 0 _lorascope_torch_include)
+file(STRINGS "${_lorascope_torch_include}/ATen/ATen.h" _lorascope_torch_wants_cxx20 REGEX "C\\+\\+20 or later")
+if(_lorascope_torch_wants_cxx20)
+  set(CMAKE_CXX_STANDARD 20)
+  message(STATUS "LibTorch ${Torch_VERSION} needs C++20: building as C++20")
+endif()
 
 set(LORASCOPE_CUDA_ENABLED OFF)
 if(NOT LORASCOPE_WITH_CUDA STREQUAL "OFF")
