@@ -24,7 +24,7 @@ at::Tensor pad_slots(const at::Tensor& t, int64_t target) {
 double mask_value(at::ScalarType dtype) {
     switch (dtype) {
         case at::kHalf: return -65504.0;
-        case at::kBFloat16: return -3.38953139e38;
+        case at::kBFloat16: return -3.3895313892515355e38;  // torch.finfo(bfloat16).min exactly: -3.38953139e38 overflows it
         default: return static_cast<double>(std::numeric_limits<float>::lowest());
     }
 }
