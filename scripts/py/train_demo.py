@@ -85,7 +85,7 @@ MODELS = {
             ("sort", dict(r=16, lora_alpha=32, target_modules=["q", "k", "v", "o", "wi", "wo"]),
              "the words in alphabetical order"),
         ],
-        base_steps=4000, adapter_steps=600, base_lr=2e-3),
+        base_steps=4000, adapter_steps=600, base_lr=2e-3, base_min_acc=0.85),
     "bart": dict(
         family="bart", kind="seq2seq", tasks=WORD_TASKS, base_task="copy", items=word_items, prompt=word_prompt,
         description="Tiny BART (encoder-decoder, byte-level BPE tokenizer) trained to copy a list of words",
@@ -354,6 +354,8 @@ def build_model(name, spec, out_root, heldout_keys):
                       lambda pm=peft_model, t=aname: dev_check([t], pm, False), f"{name} adapter {aname}")
         adir = os.path.join(mdir, "adapters", aname)
         peft_model.save_pretrained(adir, safe_serialization=True)
+        # PEFT's model card only repeats the absolute path of this run's output.
+        os.remove(os.path.join(adir, "README.md"))
         # PEFT records the absolute base path; the pack is relocatable, so name the base by its role.
         cfg_path = os.path.join(adir, "adapter_config.json")
         with open(cfg_path) as f:

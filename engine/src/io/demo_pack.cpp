@@ -172,7 +172,6 @@ DemoPack read_demo_pack(const std::string& dir_in) {
         pack.models.push_back(std::move(m));
     }
     pack.default_model = top.get_string("default_model", pack.models.front().key);
-    pack.model(pack.default_model);   // must name one of them
     if (const auto heldout = top.get_string("heldout")) {
         if (heldout->empty() || heldout->front() == '/' || heldout->find("..") != std::string::npos)
             top.fail_field("heldout", "must be a file name relative to the pack");
