@@ -31,6 +31,14 @@ if(_lorascope_torch_root)
 endif()
 find_package(Torch REQUIRED)
 message(STATUS "LibTorch ${Torch_VERSION} from ${Torch_DIR} (libtorch: ${TORCH_LIBRARY}, libc10: ${c10_LIBRARY})")
+# A wheel's libtorch_cuda.so finds NCCL, cuDNN, cuBLAS... in the nvidia-* wheels beside it through
+# $ORIGIN RPATHs, which the link-time linker does not follow: it took Debian's older libnccl.so.2
+# instead and failed on undefined nccl symbols. Point it at the wheels' directories.
+file(GLOB _lorascope_nvidia_lib_dirs LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/lib")
+foreach(_lorascope_dir IN LISTS _lorascope_nvidia_lib_dirs)
+  get_filename_component(_lorascope_dir "${_lorascope_dir}" ABSOLUTE)
+  add_link_options("LINKER:-rpath-link,${_lorascope_dir}")
+endforeach()
 # Recent LibTorch headers refuse anything older than C++20 (ATen/ATen.h tests __cplusplus); our code
 # is C++17 and also compiles as C++20, so the standard follows the LibTorch found.
 list(GET TORCH_INCLUDE_DIRS 0 _lorascope_torch_include)
