@@ -1,12 +1,97 @@
 #include "engine_options.h"
 
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <mutex>
+
 #include "lorascope/error.h"
+#include "util/kernel_profile.h"
 
 namespace lorascope::cli {
 
+namespace {
+
+// --profile FILE: the engine behind a decorator that counts device kernels (Kineto, LibTorch 2.x)
+// and engine steps from model load to teardown, then writes {"kernels", "steps",
+// "kernels_per_step", ...} to FILE. A decorator keeps every command's own code unaware of it.
+class ProfiledEngine final : public Engine {
+public:
+    ProfiledEngine(std::unique_ptr<Engine> inner, std::string path) : inner_(std::move(inner)), path_(std::move(path)) {
+        inner_->set_stats_listener([this](const StepStats& s) {
+            std::function<void(const StepStats&)> forward;
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                ++steps_;
+                forward = listener_;
+            }
+            if (forward) forward(s);
+        });
+    }
+
+    void start() { profile_.start(); }
+
+    ~ProfiledEngine() override {
+        try {
+            inner_->wait_idle();
+            const util::KernelCounts counts = profile_.stop();
+            int64_t steps = 0;
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                steps = steps_;
+            }
+            nlohmann::json top = nlohmann::json::array();
+            for (const auto& [name, n] : counts.top_kernels) top.push_back({{"name", name}, {"launches", n}});
+            const nlohmann::json out = {
+                {"kernels", counts.kernels}, {"memcpy", counts.memcpy}, {"memset", counts.memset}, {"steps", steps},
+                {"kernels_per_step", steps ? static_cast<double>(counts.kernels) / static_cast<double>(steps) : 0.0},
+                {"top_kernels", top},
+                {"window", "from model load to engine teardown; device kernels of every thread"}};
+            std::ofstream file(path_);
+            if (file) file << out.dump(2) << "\n";
+            if (!file) std::fprintf(stderr, "lorascope-cli: %s: cannot write the profile\n", path_.c_str());
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "lorascope-cli: profile not written: %s\n", e.what());
+        }
+        inner_->set_stats_listener(nullptr);
+    }
+
+    RequestId submit(Request request, std::shared_ptr<RequestSink> sink) override {
+        return inner_->submit(std::move(request), std::move(sink));
+    }
+    void cancel(RequestId id) override { inner_->cancel(id); }
+    void cancel_all() override { inner_->cancel_all(); }
+    AdapterInfo load_adapter(const std::string& name, const std::string& dir) override {
+        return inner_->load_adapter(name, dir);
+    }
+    void unload_adapter(const std::string& name) override { inner_->unload_adapter(name); }
+    std::vector<AdapterInfo> adapters() const override { return inner_->adapters(); }
+    void set_stats_listener(std::function<void(const StepStats&)> listener) override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        listener_ = std::move(listener);
+    }
+    void set_paused(bool paused) override { inner_->set_paused(paused); }
+    void step_once() override { inner_->step_once(); }
+    void wait_idle() override { inner_->wait_idle(); }
+    const ModelConfig& model_config() const override { return inner_->model_config(); }
+    const GenerationConfig& generation_config() const override { return inner_->generation_config(); }
+
+private:
+    std::unique_ptr<Engine> inner_;
+    std::string path_;
+    util::KernelProfile profile_;
+    std::mutex mutex_;
+    std::function<void(const StepStats&)> listener_;
+    int64_t steps_ = 0;
+};
+
+}  // namespace
+
 std::vector<std::string> engine_option_names() {
     return {"model", "threads", "device", "dtype", "max-batch-size", "max-batch-tokens", "adapter",
-            "adapter-memory-budget"};
+            "adapter-memory-budget", "profile"};
 }
 
 EngineOptions engine_options_from(const Args& args) {
@@ -27,14 +112,20 @@ EngineOptions engine_options_from(const Args& args) {
 }
 
 std::unique_ptr<Engine> create_engine_with_adapters(const Args& args, const EngineOptions& options) {
-    auto engine = Engine::create(options);
+    const std::string profile_path = args.get_or("profile", "");
+    if (!profile_path.empty() && !util::KernelProfile::available())
+        throw Error(ErrorKind::Unsupported, "--profile needs a LibTorch 2.x build (Kineto profiler); this one has none");
+    std::unique_ptr<Engine> engine = Engine::create(options);
     for (const auto& spec : args.all("adapter")) {
         const auto eq = spec.find('=');
         if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
             throw Error(ErrorKind::InvalidArgument, "--adapter expects NAME=DIR, got '" + spec + "'");
         engine->load_adapter(spec.substr(0, eq), spec.substr(eq + 1));
     }
-    return engine;
+    if (profile_path.empty()) return engine;
+    auto profiled = std::make_unique<ProfiledEngine>(std::move(engine), profile_path);
+    profiled->start();
+    return profiled;
 }
 
 }  // namespace lorascope::cli

@@ -11,11 +11,12 @@
 namespace lorascope::cli {
 
 // --model --threads --device --dtype --max-batch-size --max-batch-tokens --adapter
-// --adapter-memory-budget
+// --adapter-memory-budget --profile FILE (LibTorch 2.x: device kernels and engine steps, as JSON)
 std::vector<std::string> engine_option_names();
 EngineOptions engine_options_from(const Args& args);
 // Creates the engine and loads every `--adapter NAME=DIR` (an adapter that fails to load is an
-// error naming it: the caller asked for it explicitly).
+// error naming it: the caller asked for it explicitly). With --profile, the engine returned counts
+// device kernel launches and steps until it is destroyed, then writes them to the file.
 std::unique_ptr<Engine> create_engine_with_adapters(const Args& args, const EngineOptions& options);
 
 }  // namespace lorascope::cli

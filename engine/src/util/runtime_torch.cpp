@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/Context.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/core/GradMode.h>
 #include <torch/version.h>
 
@@ -15,6 +16,8 @@ RuntimeInfo runtime_info() {
     info.torch_version = TORCH_VERSION;
     info.intra_op_threads = at::get_num_threads();
     info.cuda_available = at::hasCUDA();
+    // Through ATen's hooks, so that a CPU-only LibTorch (Debian's) answers 0 without CUDA headers.
+    info.cuda_device_count = info.cuda_available ? at::detail::getCUDAHooks().getNumGPUs() : 0;
     info.parallel_info = at::get_parallel_info();
     return info;
 }
