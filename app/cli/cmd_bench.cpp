@@ -12,6 +12,7 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "args.h"
@@ -99,6 +100,20 @@ double percentile(std::vector<double> v, double p) {
     const size_t lo = static_cast<size_t>(rank);
     const size_t hi = std::min(lo + 1, v.size() - 1);
     return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
+}
+
+// The process's own high-water RSS. VmHWM belongs to this address space; getrusage's ru_maxrss
+// survives execve, so under a large parent (a Python harness that imported torch) it reports the
+// parent's peak instead of ours. ru_maxrss remains the fallback where /proc is absent.
+int64_t peak_rss_bytes() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // "VmHWM:  123 kB"
+    }
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<int64_t>(usage.ru_maxrss) * 1024;
 }
 
 std::vector<Request> build_requests(const json& w, const std::string& path, int64_t vocab) {
@@ -226,8 +241,6 @@ int cmd_bench(int argc, char** argv) {
         if (t.tokens > 0) ttft.push_back(std::chrono::duration<double, std::milli>(t.first - t.submitted).count());
         per_token.insert(per_token.end(), t.gaps_ms.begin(), t.gaps_ms.end());
     }
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
 
     json report = {
         {"workload", workload.value("name", workload_path)},
@@ -248,7 +261,7 @@ int cmd_bench(int argc, char** argv) {
         {"mean_batch_rows", steps ? static_cast<double>(row_sum) / static_cast<double>(steps) : 0.0},
         {"padding_share", computed ? static_cast<double>(padded) / static_cast<double>(computed) : 0.0},
         {"peak_kv_bytes", peak_kv},
-        {"peak_rss_bytes", static_cast<int64_t>(usage.ru_maxrss) * 1024},
+        {"peak_rss_bytes", peak_rss_bytes()},
     };
     if (!first_error.empty()) report["first_error"] = first_error;
 

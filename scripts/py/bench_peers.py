@@ -5,9 +5,11 @@ generate exactly new_tokens tokens per prompt or the run stops.
 """
 import argparse
 import datetime
+import importlib.metadata
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -39,9 +41,10 @@ def machine_facts(root, threads):
         pass
     versions = {"python": platform.python_version()}
     for name in ("torch", "transformers", "peft", "ctranslate2"):
+        # Read from package metadata: importing them would grow this process (see build()).
         try:
-            versions[name] = __import__(name).__version__
-        except ImportError:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
             versions[name] = None
     commit = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
@@ -51,12 +54,32 @@ def machine_facts(root, threads):
             "date_utc": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC")}
 
 
+def build(ctx, what, *args):
+    """Runs a bench_peers_models builder in a child process and returns its result.
+
+    The harness itself stays small: a child's ru_maxrss starts from its parent's peak (the kernel
+    keeps it across fork and execve), so a harness that had loaded BLOOM would inflate every peak
+    RSS that a system measures with getrusage."""
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import bench_peers_models as m; "
+            "print(json.dumps(getattr(m, sys.argv[2])(*json.loads(sys.argv[3]))))")
+    proc, _ = run_child([sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__)), what,
+                         json.dumps(list(args))], ctx.env, f"building {what}{args}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def children_cpu_s():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_child(cmd, env, label):
-    start = time.perf_counter()
+    """(completed process, its CPU seconds). CPU time says what a run costs on a busy machine,
+    where wall times mostly measure the neighbours."""
+    cpu = children_cpu_s()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"{label} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return proc, time.perf_counter() - start
+    return proc, children_cpu_s() - cpu
 
 
 def run_ours(ctx, name, model_dir, rows, new_tokens, adapters=None, row_adapters=None, arrival=None,
@@ -79,8 +102,9 @@ def run_ours(ctx, name, model_dir, rows, new_tokens, adapters=None, row_adapters
         cmd.append("--static")
     for a, d in adapters or []:
         cmd += ["--adapter", f"{a}={d}"]
-    proc, _ = run_child(cmd, ctx.env, f"{name} lorascope-cli bench")
+    proc, cpu_s = run_child(cmd, ctx.env, f"{name} lorascope-cli bench")
     report = json.loads(proc.stdout)
+    report["process_cpu_s"] = cpu_s
     if report["failed_requests"]:
         raise SystemExit(f"{name} ours: {report['failed_requests']} requests failed: {report.get('first_error')}")
     if report["generated_tokens"] != len(rows) * new_tokens:
@@ -98,9 +122,11 @@ def run_peer(ctx, name, system, family, model_dir, ct2_dir, rows, new_tokens, ad
     with open(spec_path, "w") as f:
         json.dump(spec, f)
     worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_peers_workers.py")
-    run_child([sys.executable, worker, spec_path, out_path], ctx.env, f"{name} {system}")
+    _, cpu_s = run_child([sys.executable, worker, spec_path, out_path], ctx.env, f"{name} {system}")
     with open(out_path) as f:
-        return json.load(f)
+        result = json.load(f)
+    result["process_cpu_s"] = cpu_s  # includes loading and the warm-up and 1-token calls
+    return result
 
 
 def run_workload(ctx, name):
@@ -109,7 +135,7 @@ def run_workload(ctx, name):
     count = QUICK["prompts"] if ctx.quick else w["prompts"]
     new_tokens = QUICK["new_tokens"] if ctx.quick else w["new_tokens"]
     rows = ctx.prompts[:count]
-    model_dir = models.build_model(family, os.path.join(ctx.work, "models", family))
+    model_dir = build(ctx, "build_model", family, os.path.join(ctx.work, "models", family))
     results, notes = [], []
     systems = ctx.systems
     if w.get("poisson"):
@@ -127,7 +153,7 @@ def run_workload(ctx, name):
                 "arrival": arrival, "results": results, "notes": notes}
     adapters = row_adapters = None
     if w.get("adapters"):
-        adapters = models.build_adapters(model_dir, os.path.join(ctx.work, "adapters", family))
+        adapters = build(ctx, "build_adapters", model_dir, os.path.join(ctx.work, "adapters", family))
         row_adapters = [adapters[i % len(adapters)][0] for i in range(len(rows))]
     if "ours" in systems:
         results.append(run_ours(ctx, name, model_dir, rows, new_tokens, adapters, row_adapters))
@@ -142,7 +168,7 @@ def run_workload(ctx, name):
         if adapters:
             notes.append("CTranslate2: no runtime LoRA (adapters must be merged into one model each), not run")
         else:
-            ct2_dir = models.build_ct2(family, model_dir, os.path.join(ctx.work, "ct2", family))
+            ct2_dir = build(ctx, "build_ct2", family, model_dir, os.path.join(ctx.work, "ct2", family))
             results.append(run_peer(ctx, name, "ct2", family, model_dir, ct2_dir, rows, new_tokens))
     return {"workload": name, "what": w["what"], "family": family, "prompts": count, "new_tokens": new_tokens,
             "results": results, "notes": notes}
