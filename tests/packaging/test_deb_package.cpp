@@ -238,5 +238,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(DebPackageTest)
+QTEST_GUILESS_MAIN(DebPackageTest)
 #include "test_deb_package.moc"
