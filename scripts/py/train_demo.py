@@ -361,6 +361,10 @@ def build_model(name, spec, out_root, heldout_keys):
         with open(cfg_path) as f:
             cfg = json.load(f)
         cfg["base_model_name_or_path"] = f"lorascope-demo/{name}"
+        # PEFT keeps target_modules as a set, so its order follows Python's string hashing; sorted, the
+        # file is the same on every run.
+        if isinstance(cfg.get("target_modules"), list):
+            cfg["target_modules"] = sorted(cfg["target_modules"])
         with open(cfg_path, "w") as f:
             json.dump(cfg, f, indent=2, sort_keys=True)
         adapters.append({"name": aname, "dir": f"{name}/adapters/{aname}", "task": aname, "description": adesc,
