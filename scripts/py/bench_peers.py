@@ -242,6 +242,10 @@ def main():
 
     report = {"command": " ".join(["scripts/bench-peers"] + sys.argv[3:]), "quick": args.quick,
               "machine": machine_facts(ctx.root, args.threads), "batch": ctx.batch, "workloads": []}
+    # The tree's commit need not be the binary's: say which binary ran and when it was built.
+    report["machine"]["cli"] = ctx.cli
+    report["machine"]["cli_built_utc"] = datetime.datetime.utcfromtimestamp(
+        os.path.getmtime(ctx.cli)).strftime("%Y-%m-%d %H:%M UTC")
     out = args.out or os.path.join(ctx.work, "report.json")
     start = time.perf_counter()
 
