@@ -47,6 +47,9 @@ bool sdpa_enabled() {
 at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
                   double score_scale) {
     const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
+    // A CPU float32 decoding step takes the single-query kernel on every LibTorch, so CPU decoding is
+    // the same code whichever LibTorch the build found; SDPA covers the device, half precision, prefill.
+    if (T == 1 && single_query_attention_applies(q, k, v)) return attend_single_query(q, k, v, bias, score_scale);
 #if LORASCOPE_HAVE_SDPA
     if (sdpa_enabled()) {
         // Every position rule (T5 buckets, ALiBi, causal and padding masks) is already an additive bias,
@@ -59,7 +62,6 @@ at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
         return out.transpose(1, 2).reshape({B, T, H * D});
     }
 #endif
-    if (T == 1 && single_query_attention_applies(q, k, v)) return attend_single_query(q, k, v, bias, score_scale);
     at::Tensor scores = at::matmul(q, k.transpose(-1, -2));  // [B, H, T, L]
     if (score_scale != 1.0) scores.mul_(score_scale);
     if (bias.defined()) scores.add_(bias);
