@@ -223,6 +223,20 @@ private Q_SLOTS:
         QVERIFY2(lines > 0, qPrintable(describe(QStringLiteral("lorascope-cli generate --demo wrote no lines;"), gen)));
     }
 
+    // Last, because it moves the installed pack away: an installed binary without its pack must say
+    // where it looked, never fall back to the source tree of the machine it was built on.
+    void installedCliWithoutItsPackSaysSoInsteadOfUsingTheSourceTree() {
+        const QString pack = rooted(QStringLiteral("/usr/share/lorascope/demo"));
+        const QString moved = rooted(QStringLiteral("/usr/share/lorascope/demo.moved"));
+        QVERIFY(QDir().rename(pack, moved));
+        const Run gen = run(rooted(QStringLiteral("/usr/bin/lorascope-cli")), {QStringLiteral("generate"), QStringLiteral("--demo")}, 120000,
+                            user_environment(work_.filePath(QStringLiteral("config-nopack"))));
+        QVERIFY(QDir().rename(moved, pack));
+        QVERIFY2(gen.exit_code != 0, qPrintable(describe(QStringLiteral("lorascope-cli generate --demo without a pack succeeded;"), gen)));
+        QVERIFY2(gen.err.contains(QStringLiteral("share/lorascope/demo")), qPrintable(describe(QStringLiteral("error does not name the installed location;"), gen)));
+        QVERIFY2(!gen.err.contains(QStringLiteral(LORASCOPE_SOURCE_DIR "/resources/demo")), qPrintable(describe(QStringLiteral("installed binary looked in the source tree;"), gen)));
+    }
+
     void installedGuiRendersThreeScreenshotsOfTheInstalledDemoPack() {
         QProcessEnvironment env = user_environment(work_.filePath(QStringLiteral("config-gui")));
         env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));

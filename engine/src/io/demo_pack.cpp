@@ -13,6 +13,9 @@
 #ifndef LORASCOPE_SOURCE_DEMO_DIR
 #define LORASCOPE_SOURCE_DEMO_DIR ""
 #endif
+#ifndef LORASCOPE_BUILD_TREE_DIR
+#define LORASCOPE_BUILD_TREE_DIR ""
+#endif
 
 namespace lorascope {
 
@@ -111,7 +114,11 @@ std::vector<std::string> demo_pack_search_path(const std::string& explicit_dir) 
     std::vector<std::string> out;
     const std::string exe = executable_dir();
     if (!exe.empty()) out.push_back(exe + "/../share/lorascope/demo");
-    if (*LORASCOPE_SOURCE_DEMO_DIR) out.emplace_back(LORASCOPE_SOURCE_DEMO_DIR);
+    // The source tree only for programs inside the build tree: an installed or packaged binary that
+    // lacks its pack must say so, not quietly use the machine it was built on.
+    const std::string build_tree = std::string(LORASCOPE_BUILD_TREE_DIR) + "/";
+    if (*LORASCOPE_SOURCE_DEMO_DIR && build_tree.size() > 1 && exe.compare(0, build_tree.size(), build_tree) == 0)
+        out.emplace_back(LORASCOPE_SOURCE_DEMO_DIR);
     return out;
 }
 
