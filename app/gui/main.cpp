@@ -9,6 +9,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QEventLoop>
+#include <QIcon>
 #include <QMessageBox>
 #include <QTimer>
 #include <cstdio>
@@ -46,6 +47,9 @@ int main(int argc, char** argv) {
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("Lorascope"));
     QApplication::setApplicationName(QStringLiteral("Lorascope"));
+    // Lets Wayland docks and task bars match the window to lorascope.desktop and its icon.
+    QGuiApplication::setDesktopFileName(QStringLiteral("lorascope"));
+    QApplication::setWindowIcon(QIcon::fromTheme(QStringLiteral("lorascope")));
     QApplication::setApplicationVersion(QStringLiteral(LORASCOPE_VERSION));
 
     QCommandLineParser cli;
