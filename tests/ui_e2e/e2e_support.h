@@ -16,27 +16,6 @@
 
 namespace lorascope::test {
 
-// Sanitizer runtimes refuse RTLD_DEEPBIND, without which the SentencePiece module's protobuf
-// clashes with libtorch's (DESIGN.md, engine/src/tokenizer/spm_model_file.cpp): a process that
-// holds the engine cannot read spiece.model there, so text prompts on this T5 cannot run.
-#if defined(__SANITIZE_ADDRESS__)
-#define LORASCOPE_E2E_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LORASCOPE_E2E_SANITIZED 1
-#endif
-#endif
-
-inline bool sanitizedBuild() {
-#ifdef LORASCOPE_E2E_SANITIZED
-    return true;
-#else
-    return false;
-#endif
-}
-inline const char* kSanitizedSkip =
-    "sanitizer build: SentencePiece cannot be loaded next to libtorch without RTLD_DEEPBIND, so the tiny T5's text prompts cannot run";
-
 struct E2eAdapter {
     QString name, dir;
 };

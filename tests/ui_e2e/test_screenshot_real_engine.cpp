@@ -13,8 +13,6 @@ class ScreenshotRealEngineTest : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void screenshotModeWritesThreeWindowSizedPngs() {
-        // lorascope is built with the same sanitizer flags as this test.
-        if (lorascope::test::sanitizedBuild()) QSKIP(lorascope::test::kSanitizedSkip);
         const lorascope::test::E2eManifest m = lorascope::test::loadE2eManifest();
         QVERIFY2(m.error.isEmpty(), qPrintable(m.error));
         QTemporaryDir dir;

@@ -138,7 +138,6 @@ class WindowRealEngineTest : public QObject {
 private Q_SLOTS:
     void initTestCase() {
         QVERIFY(dir_.isValid());
-        if (test::sanitizedBuild()) QSKIP(test::kSanitizedSkip);
         manifest_ = test::loadE2eManifest();
         QVERIFY2(manifest_.error.isEmpty(), qPrintable(manifest_.error));
         // The reference: the same five requests through lorascope-cli generate.
