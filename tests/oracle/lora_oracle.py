@@ -21,6 +21,7 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import (BartConfig, BartForConditionalGeneration, BloomConfig, BloomForCausalLM,
                           T5Config, T5ForConditionalGeneration)
 
+from lora_init import randomize_lora
 from models_oracle import make_prompts, randomize, trim
 
 MAX_NEW_TOKENS = 12
@@ -79,22 +80,11 @@ def adapter_specs(all_targets, small_targets, rs_targets, pattern):
     ]
 
 
-def randomize_lora(model, seed):
-    """Non-zero lora_B (PEFT's default init makes it zero) and A/B scales that move the logits."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "lora_A" in name:
-                p.copy_(torch.randn(p.shape, generator=g) / p.shape[1] ** 0.5)
-            elif "lora_B" in name:
-                p.copy_(torch.randn(p.shape, generator=g) * 0.4 / p.shape[1] ** 0.5)
-
-
 def make_adapter(cls, mdir, adir, task_type, kwargs, extra, seed):
     base = cls.from_pretrained(mdir, torch_dtype=torch.float32).eval()
     config = LoraConfig(task_type=task_type, lora_dropout=0.0, init_lora_weights=False, **kwargs)
     peft_model = get_peft_model(base, config)
-    randomize_lora(peft_model, seed)
+    randomize_lora(peft_model, seed, b_scale=0.4)
     if "base_name" in extra:
         peft_model.peft_config["default"].base_model_name_or_path = extra["base_name"]
     peft_model.save_pretrained(adir, safe_serialization=True)

@@ -19,6 +19,7 @@ import hf_compat  # noqa: F401  (first: offline env, torch.distributed shim)
 
 import sentencepiece as spm
 import torch
+from lora_init import randomize_lora
 from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import T5Config, T5ForConditionalGeneration, T5Tokenizer
 
@@ -42,17 +43,6 @@ PROMPTS = [
     ("p4", "One two three four five.", "style-a"),
     ("p5", "Adapters change what a model says.", ""),
 ]
-
-
-def randomize_lora(model, seed):
-    """PEFT initialises lora_B to zero; random A and B make each adapter move the logits."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "lora_A" in name:
-                p.copy_(torch.randn(p.shape, generator=g) / p.shape[1] ** 0.5)
-            elif "lora_B" in name:
-                p.copy_(torch.randn(p.shape, generator=g) * 0.5 / p.shape[1] ** 0.5)
 
 
 def greedy(model, tok, prompt):
@@ -96,7 +86,7 @@ def main():
         base = T5ForConditionalGeneration.from_pretrained(mdir, torch_dtype=torch.float32).eval()
         peft_model = get_peft_model(base, LoraConfig(task_type="SEQ_2_SEQ_LM", lora_dropout=0.0,
                                                      init_lora_weights=False, **kwargs))
-        randomize_lora(peft_model, seed)
+        randomize_lora(peft_model, seed, b_scale=0.5)
         peft_model.save_pretrained(adir, safe_serialization=True)
         manifest["adapters"][name] = {"dir": adir, "r": kwargs["r"], "targets": sorted(kwargs["target_modules"])}
 
