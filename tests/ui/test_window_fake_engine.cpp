@@ -23,6 +23,7 @@
 #include "fake_engine.h"
 #include "main_window.h"
 #include "model_panel.h"
+#include "window_actions.h"
 #include "params_panel.h"
 #include "prompt_composer.h"
 #include "request_board.h"
@@ -53,12 +54,7 @@ class WindowFakeEngineTest : public QObject {
     }
 
     // Loads through the model panel: type the directory, press its Load button.
-    bool loadThroughPanel(MainWindow& w, const QString& dir) {
-        QSignalSpy finished(w.bridge(), &EngineBridge::loadFinished);
-        w.modelPanel()->setModelDir(dir);
-        QTest::mouseClick(w.modelPanel()->loadButton(), Qt::LeftButton);
-        return finished.wait(5000);
-    }
+    bool loadThroughPanel(MainWindow& w, const QString& dir) { return test::load_through_panel(w, dir, 5000); }
 
     bool addAdapters(MainWindow& w) {
         w.addAdapter(adapter_a_);

@@ -25,6 +25,7 @@
 #include "lorascope/engine.h"
 #include "main_window.h"
 #include "model_panel.h"
+#include "window_actions.h"
 #include "params_panel.h"
 #include "prompt_composer.h"
 #include "request_board.h"
@@ -73,12 +74,7 @@ class WindowRealEngineTest : public QObject {
     }
 
     // Types the directory into the model panel and presses its Load button.
-    bool loadThroughPanel(MainWindow& w, const QString& dir) {
-        QSignalSpy finished(w.bridge(), &EngineBridge::loadFinished);
-        w.modelPanel()->setModelDir(dir);
-        QTest::mouseClick(w.modelPanel()->loadButton(), Qt::LeftButton);
-        return finished.wait(120000);
-    }
+    bool loadThroughPanel(MainWindow& w, const QString& dir) { return test::load_through_panel(w, dir, 120000); }
 
     // The adapters panel's own path (what its Add button and recent menu emit).
     bool addAdaptersThroughPanel(MainWindow& w) {
