@@ -58,6 +58,27 @@ if(NOT LORASCOPE_WITH_CUDA STREQUAL "OFF")
 endif()
 message(STATUS "CUDA code paths: ${LORASCOPE_CUDA_ENABLED}")
 
+# oneDNN's sgemm for the CPU linears (engine/src/models/cpu_gemm.h says why). Only next to Debian's
+# LibTorch, which links the same libdnnl.so.2 and libgomp: a wheel's LibTorch brings its own OpenMP
+# runtime, and a second one in the process would fight it for the cores.
+set(LORASCOPE_WITH_DNNL "AUTO" CACHE STRING "CPU fp32 linears through oneDNN's sgemm (AUTO: with a system LibTorch when libdnnl-dev is installed; ON; OFF)")
+set_property(CACHE LORASCOPE_WITH_DNNL PROPERTY STRINGS AUTO ON OFF)
+set(LORASCOPE_DNNL_ENABLED OFF)
+if(NOT LORASCOPE_WITH_DNNL STREQUAL "OFF")
+  find_path(LORASCOPE_DNNL_INCLUDE_DIR dnnl.h)
+  find_library(LORASCOPE_DNNL_LIBRARY dnnl)
+  set(_lorascope_system_torch OFF)
+  if(TORCH_LIBRARY MATCHES "^/usr/lib/")  # Debian's, not a wheel's (site-packages, /usr/local)
+    set(_lorascope_system_torch ON)
+  endif()
+  if(LORASCOPE_DNNL_INCLUDE_DIR AND LORASCOPE_DNNL_LIBRARY AND (_lorascope_system_torch OR LORASCOPE_WITH_DNNL STREQUAL "ON"))
+    set(LORASCOPE_DNNL_ENABLED ON)
+  elseif(LORASCOPE_WITH_DNNL STREQUAL "ON")
+    message(FATAL_ERROR "LORASCOPE_WITH_DNNL=ON but dnnl.h / libdnnl were not found (apt-get install libdnnl-dev)")
+  endif()
+endif()
+message(STATUS "oneDNN sgemm for CPU linears: ${LORASCOPE_DNNL_ENABLED}")
+
 set(LORASCOPE_HAVE_QT_TEST OFF)
 if(LORASCOPE_BUILD_UI OR LORASCOPE_BUILD_TESTS)
   find_package(Qt6 6.2 QUIET COMPONENTS Core Test)

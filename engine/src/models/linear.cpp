@@ -1,6 +1,17 @@
 #include "models/linear.h"
 
+#include "models/cpu_gemm.h"
+
 namespace lorascope::models {
+
+namespace {
+
+at::Tensor affine(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+    if (cpu_gemm_applies(x, weight)) return linear_cpu(x, weight, bias);
+    return bias.defined() ? at::linear(x, weight, bias) : at::matmul(x, weight.t());
+}
+
+}  // namespace
 
 Linear::Linear(LinearSite site, at::Tensor weight, at::Tensor bias)
     : site_(std::move(site)), weight_(std::move(weight)), bias_(std::move(bias)) {
@@ -9,7 +20,7 @@ Linear::Linear(LinearSite site, at::Tensor weight, at::Tensor bias)
 }
 
 at::Tensor Linear::forward(const at::Tensor& x, const LoraHook* lora) const {
-    at::Tensor y = bias_.defined() ? at::linear(x, weight_, bias_) : at::matmul(x, weight_.t());
+    at::Tensor y = affine(x, weight_, bias_);
     if (lora) lora->add_delta(site_, x, y);
     return y;
 }
@@ -32,7 +43,7 @@ FusedLinear::FusedLinear(const std::vector<Linear>& parts) {
 }
 
 at::Tensor FusedLinear::forward(const at::Tensor& x, const LoraHook* lora) const {
-    at::Tensor y = bias_.defined() ? at::linear(x, weight_, bias_) : at::matmul(x, weight_.t());
+    at::Tensor y = affine(x, weight_, bias_);
     if (lora)
         for (size_t i = 0; i < sites_.size(); ++i)
             lora->add_delta(sites_[i], x, y.narrow(-1, offsets_[i], sites_[i].out_features));
