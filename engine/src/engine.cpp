@@ -31,6 +31,7 @@
 #include "models/model.h"
 #include "scheduler/admission.h"
 #include "scheduler/prefill_groups.h"
+#include "util/scratch_thread.h"
 
 namespace lorascope {
 
@@ -123,7 +124,7 @@ public:
 
     // Validation and tensor conversion run on the calling thread; the engine keeps stepping.
     AdapterInfo load_adapter(const std::string& name, const std::string& dir) override {
-        return registry_.load(name, dir);
+        return util::run_on_scratch_thread([&] { return registry_.load(name, dir); });
     }
     // New requests naming the adapter fail at once and queued ones when they are admitted; this
     // call returns once the running requests that pin it have finished.
@@ -557,7 +558,7 @@ std::unique_ptr<Engine> Engine::create(const EngineOptions& options) {
     models::LoadOptions load;
     load.dtype = parse_dtype(options.dtype);
     load.device = parse_device(options.device);
-    auto model = models::load_model(options.model_dir, load);
+    auto model = util::run_on_scratch_thread([&] { return models::load_model(options.model_dir, load); });
     std::unique_ptr<Tokenizer> tokenizer;
     try {
         tokenizer = load_tokenizer(options.model_dir);
