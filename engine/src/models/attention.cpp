@@ -45,11 +45,12 @@ bool sdpa_enabled() {
 #endif
 
 at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
-                  double score_scale) {
+                  double score_scale, const std::vector<int64_t>* valid) {
     const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
     // A CPU float32 decoding step takes the single-query kernel on every LibTorch, so CPU decoding is
     // the same code whichever LibTorch the build found; SDPA covers the device, half precision, prefill.
-    if (T == 1 && single_query_attention_applies(q, k, v)) return attend_single_query(q, k, v, bias, score_scale);
+    if (T == 1 && single_query_attention_applies(q, k, v))
+        return attend_single_query(q, k, v, bias, score_scale, valid);
 #if LORASCOPE_HAVE_SDPA
     if (sdpa_enabled()) {
         // Every position rule (T5 buckets, ALiBi, causal and padding masks) is already an additive bias,
@@ -93,8 +94,14 @@ at::Tensor SelfAttention::forward(const at::Tensor& x, const at::Tensor& bias, K
         v = heads_view(fused, 2 * H * D, H, D);
     }
     if (shape_.query_scale != 1.0) q = q * shape_.query_scale;
-    if (cache) std::tie(k, v) = cache->write(layer, k, v);
-    return out_.forward(attend(q, k, v, bias, shape_.score_scale), lora);
+    if (!cache) return out_.forward(attend(q, k, v, bias, shape_.score_scale), lora);
+    // A decoding step: row b's keys are its cache slots [0, length + 1); the causal mask hides the
+    // slots after a shorter row's end, which the kernel then need not read.
+    std::vector<int64_t> valid;
+    if (T == 1)
+        for (int64_t n : cache->lengths()) valid.push_back(n + 1);
+    std::tie(k, v) = cache->write(layer, k, v);
+    return out_.forward(attend(q, k, v, bias, shape_.score_scale, valid.empty() ? nullptr : &valid), lora);
 }
 
 CrossAttention::CrossAttention(AttentionShape shape, Linear q, Linear k, Linear v, Linear out)
@@ -108,10 +115,11 @@ std::pair<at::Tensor, at::Tensor> CrossAttention::project_memory(const at::Tenso
 }
 
 at::Tensor CrossAttention::forward(const at::Tensor& x, const at::Tensor& k, const at::Tensor& v,
-                                   const at::Tensor& bias, const LoraHook* lora) const {
+                                   const at::Tensor& bias, const LoraHook* lora,
+                                   const std::vector<int64_t>* lengths) const {
     at::Tensor q = heads_view(q_.forward(x, lora), 0, shape_.heads, shape_.head_dim);
     if (shape_.query_scale != 1.0) q = q * shape_.query_scale;
-    return out_.forward(attend(q, k, v, bias, shape_.score_scale), lora);
+    return out_.forward(attend(q, k, v, bias, shape_.score_scale, lengths), lora);
 }
 
 }  // namespace lorascope::models

@@ -53,8 +53,9 @@ public:
 
     // Encoder output [B, S, d] -> (K, V), each [B, H, S, D], contiguous.
     std::pair<at::Tensor, at::Tensor> project_memory(const at::Tensor& encoder_out, const LoraHook* lora) const;
+    // `lengths` (optional): each row's valid encoder positions, which `bias` masks beyond.
     at::Tensor forward(const at::Tensor& x, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
-                       const LoraHook* lora) const;
+                       const LoraHook* lora, const std::vector<int64_t>* lengths = nullptr) const;
 
 private:
     AttentionShape shape_;
@@ -64,7 +65,9 @@ private:
 };
 
 // softmax(scale * q k^T + bias) v for q [B, H, T, D], k/v [B, H, L, D] -> [B, T, H*D].
+// `valid` (optional, one entry per row): the bias masks row b's keys from valid[b] on; a kernel may
+// skip reading them (attend_single_query does).
 at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
-                  double score_scale);
+                  double score_scale, const std::vector<int64_t>* valid = nullptr);
 
 }  // namespace lorascope::models

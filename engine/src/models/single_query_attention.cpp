@@ -2,6 +2,8 @@
 
 #include <ATen/Parallel.h>
 
+#include <limits>
+
 namespace lorascope::models {
 
 namespace {
@@ -34,7 +36,7 @@ bool single_query_attention_applies(const at::Tensor& q, const at::Tensor& k, co
 }
 
 at::Tensor attend_single_query(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
-                               double score_scale) {
+                               double score_scale, const std::vector<int64_t>* valid) {
     const int64_t B = q.size(0), H = q.size(1), L = k.size(2), D = q.size(3);
     const float scale = static_cast<float>(score_scale);
     const float* qp = q.data_ptr<float>();
@@ -43,6 +45,13 @@ at::Tensor attend_single_query(const at::Tensor& q, const at::Tensor& k, const a
     const int64_t qb = q.stride(0), qh = q.stride(1);
     const int64_t kb = k.stride(0), kh = k.stride(1), kl = k.stride(2);
     const int64_t vb = v.stride(0), vh = v.stride(1), vl = v.stride(2);
+    TORCH_CHECK(!valid || static_cast<int64_t>(valid->size()) == B, "attend_single_query: ", valid ? valid->size() : 0,
+                " valid lengths for ", B, " rows");
+    auto keys_to_read = [&](int64_t b) {
+        if (!valid) return L;
+        const int64_t n = (*valid)[static_cast<size_t>(b)];
+        return n >= 1 && n < L ? n : L;  // at least one key, or the softmax of a row would be NaN
+    };
 
     at::Tensor scores = at::empty({B, H, 1, L}, q.options());
     float* sp = scores.data_ptr<float>();
@@ -52,9 +61,11 @@ at::Tensor attend_single_query(const at::Tensor& q, const at::Tensor& k, const a
             const float* qi = qp + b * qb + h * qh;
             const float* ki = kp + b * kb + h * kh;
             float* si = sp + i * L;
-            for (int64_t l = 0; l < L; ++l) si[l] = dot(qi, ki + l * kl, D);
+            const int64_t n = keys_to_read(b);
+            for (int64_t l = 0; l < n; ++l) si[l] = dot(qi, ki + l * kl, D);
             if (scale != 1.0f)
-                for (int64_t l = 0; l < L; ++l) si[l] *= scale;
+                for (int64_t l = 0; l < n; ++l) si[l] *= scale;
+            for (int64_t l = n; l < L; ++l) si[l] = -std::numeric_limits<float>::infinity();
         }
     });
     // Bias and softmax are elementwise over [B, H, 1, L]: ATen's kernels are already good there.
@@ -70,7 +81,8 @@ at::Tensor attend_single_query(const at::Tensor& q, const at::Tensor& k, const a
             const float* vi = vp + b * vb + h * vh;
             const float* pi = pp + i * L;
             float* oi = op + i * D;  // [B, 1, H, D] contiguous: (b, h) is row i
-            for (int64_t l = 0; l < L; ++l)
+            const int64_t n = keys_to_read(b);
+            for (int64_t l = 0; l < n; ++l)
                 if (pi[l] != 0.0f) axpy(pi[l], vi + l * vl, oi, D);
         }
     });

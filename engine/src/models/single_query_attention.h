@@ -8,6 +8,8 @@
 
 #include <ATen/ATen.h>
 
+#include <vector>
+
 namespace lorascope::models {
 
 // True when attend_single_query() handles these operands: CPU float32, one query position, and
@@ -17,7 +19,13 @@ bool single_query_attention_applies(const at::Tensor& q, const at::Tensor& k, co
 // q [B, H, 1, D], k and v [B, H, L, D] (any strides over B, H, L), bias broadcastable to
 // [B, H, 1, L] or undefined. Returns softmax(score_scale * q.k + bias) v as [B, 1, H*D], the
 // layout attend() returns.
+//
+// `valid`, when given, holds per row b a length n_b: the bias masks every position from n_b on
+// (right-padded encoder rows, cache slots past a shorter row's end). Those keys are not read:
+// their scores are -inf, so they get exactly the probability 0 that the mask gave them and the
+// result is bit-identical. It matters because these reads are what a decoding step's attention
+// costs: cross-attention reads every row's keys up to the longest prompt in the batch.
 at::Tensor attend_single_query(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
-                               double score_scale);
+                               double score_scale, const std::vector<int64_t>* valid = nullptr);
 
 }  // namespace lorascope::models

@@ -49,7 +49,8 @@ at::Tensor TransformerBlock::forward(const at::Tensor& h, const at::Tensor& self
     }));
     if (has_cross) {
         x = guard_sublayer(residual(placement, cross_norm, x, [&](const at::Tensor& in) {
-            return cross_attn.forward(in, memory->keys(layer), memory->values(layer), memory->bias(), lora);
+            return cross_attn.forward(in, memory->keys(layer), memory->values(layer), memory->bias(), lora,
+                                      &memory->lengths());
         }));
     }
     x = guard_sublayer(residual(placement, ffn_norm, x, [&](const at::Tensor& in) { return ffn.forward(in, lora); }));
