@@ -196,6 +196,9 @@ int cmd_bench(int argc, char** argv) {
     // Statistics arrive on the engine thread.
     std::mutex stats_mutex;
     int64_t steps = 0, row_sum = 0, padded = 0, computed = 0, peak_kv = 0;
+    // Where the engine's time goes: steps that prefilled newcomers against decode-only steps.
+    int64_t prefill_steps = 0;
+    double prefill_step_ms = 0, decode_step_ms = 0;
     engine->set_stats_listener([&](const StepStats& s) {
         std::lock_guard<std::mutex> lock(stats_mutex);
         ++steps;
@@ -203,6 +206,12 @@ int cmd_bench(int argc, char** argv) {
         padded += s.padded_tokens;
         computed += s.prefill_tokens + s.decode_tokens + s.padded_tokens;
         peak_kv = std::max(peak_kv, s.kv_bytes_allocated);
+        if (s.prefill_tokens > 0) {
+            ++prefill_steps;
+            prefill_step_ms += s.wall_ms;
+        } else {
+            decode_step_ms += s.wall_ms;
+        }
     });
 
     const json arrival = workload.value("arrival", json{{"kind", "all"}});
@@ -261,6 +270,9 @@ int cmd_bench(int argc, char** argv) {
         {"mean_batch_rows", steps ? static_cast<double>(row_sum) / static_cast<double>(steps) : 0.0},
         {"padding_share", computed ? static_cast<double>(padded) / static_cast<double>(computed) : 0.0},
         {"peak_kv_bytes", peak_kv},
+        {"step_ms",
+         {{"with_prefill", {{"steps", prefill_steps}, {"total", prefill_step_ms}}},
+          {"decode_only", {{"steps", steps - prefill_steps}, {"total", decode_step_ms}}}}},
         {"peak_rss_bytes", peak_rss_bytes()},
     };
     if (!first_error.empty()) report["first_error"] = first_error;
