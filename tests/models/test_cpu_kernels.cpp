@@ -1,0 +1,130 @@
+// The CPU kernels the decode step runs instead of ATen's generic paths: oneDNN's sgemm for the
+// linears and the single-query attention with per-row valid lengths. Each is checked against the
+// ATen computation it replaces, on shapes and strides the models produce.
+#include <QtTest>
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include <limits>
+
+#include "lorascope/runtime.h"
+#include "models/attention.h"
+#include "models/cpu_gemm.h"
+#include "models/single_query_attention.h"
+
+using namespace lorascope;
+
+namespace {
+
+bool close(const at::Tensor& a, const at::Tensor& b, double atol = 1e-4, double rtol = 1e-4) {
+    return a.sizes() == b.sizes() && at::allclose(a, b, rtol, atol);
+}
+
+// Additive mask hiding row b's keys from valid[b] on, as the models build it.
+at::Tensor length_mask(const std::vector<int64_t>& valid, int64_t L) {
+    at::Tensor bias = at::zeros({static_cast<int64_t>(valid.size()), 1, 1, L});
+    for (size_t b = 0; b < valid.size(); ++b)
+        bias[static_cast<int64_t>(b)].narrow(-1, valid[b], L - valid[b]).fill_(std::numeric_limits<float>::lowest());
+    return bias;
+}
+
+}  // namespace
+
+class TestCpuKernels : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase() {
+        set_compute_threads(2);
+        at::manual_seed(7);
+    }
+
+    void linear_matches_aten_data() {
+        QTest::addColumn<QList<qint64>>("shape");  // input shape; last is in_features
+        QTest::addColumn<qint64>("out");
+        QTest::addColumn<bool>("bias");
+        QTest::newRow("decode rows, bias") << QList<qint64>{32, 1, 512} << qint64(1536) << true;
+        QTest::newRow("decode rows") << QList<qint64>{32, 1, 512} << qint64(2048) << false;
+        QTest::newRow("one row") << QList<qint64>{1, 1, 64} << qint64(96) << true;
+        QTest::newRow("prefill") << QList<qint64>{3, 37, 128} << qint64(80) << false;
+        QTest::newRow("2-d input") << QList<qint64>{5, 16} << qint64(33) << true;
+        QTest::newRow("no rows") << QList<qint64>{0, 1, 16} << qint64(8) << true;
+    }
+
+    void linear_matches_aten() {
+        QFETCH(QList<qint64>, shape);
+        QFETCH(qint64, out);
+        QFETCH(bool, bias);
+        c10::InferenceMode guard;
+        const std::vector<int64_t> sizes(shape.begin(), shape.end());
+        at::Tensor x = at::randn(sizes);
+        at::Tensor w = at::randn({out, sizes.back()}) * 0.1;
+        at::Tensor b = bias ? at::randn({out}) : at::Tensor();
+        if (!models::cpu_gemm_applies(x, w)) QSKIP("this build or process runs CPU linears through ATen");
+        const at::Tensor expected = bias ? at::linear(x, w, b) : at::matmul(x, w.t());
+        const at::Tensor got = models::linear_cpu(x, w, b);
+        QVERIFY(got.is_contiguous());
+        QVERIFY2(close(got, expected), qPrintable(QString("max difference %1")
+                                                      .arg(sizes[0] ? (got - expected).abs().max().item<double>() : 0.0)));
+    }
+
+    void linear_takes_strided_rows() {
+        // Inputs arrive as views: one part of a fused projection, or every other row.
+        c10::InferenceMode guard;
+        at::Tensor wide = at::randn({8, 1, 96});
+        at::Tensor x = wide.narrow(-1, 32, 32);  // rows 96 floats apart
+        at::Tensor w = at::randn({24, 32});
+        if (!models::cpu_gemm_applies(x, w)) QSKIP("this build or process runs CPU linears through ATen");
+        QVERIFY(close(models::linear_cpu(x, w, {}), at::matmul(x, w.t())));
+        at::Tensor every_other = at::randn({10, 32}).slice(0, 0, 10, 2);
+        QVERIFY(close(models::linear_cpu(every_other, w, {}), at::matmul(every_other, w.t())));
+        at::Tensor transposed = at::randn({32, 6}).t();  // last dimension not contiguous
+        QVERIFY(close(models::linear_cpu(transposed, w, {}), at::matmul(transposed, w.t())));
+    }
+
+    void single_query_attention_skips_masked_keys() {
+        // Rows of different valid lengths, as in cross-attention over right-padded prompts and in a
+        // cache whose rows joined at different steps.
+        c10::InferenceMode guard;
+        const int64_t B = 4, H = 3, L = 11, D = 8;
+        const std::vector<int64_t> valid = {11, 1, 6, 9};
+        at::Tensor q = at::randn({B, 1, H, D}).transpose(1, 2);   // strided over heads, as projections give
+        at::Tensor k = at::randn({B, H, L + 5, D}).narrow(2, 0, L);  // a cache with spare capacity
+        at::Tensor v = at::randn({B, H, L + 5, D}).narrow(2, 0, L);
+        at::Tensor position = at::randn({1, H, 1, L});               // T5-like bias shared by all rows
+        at::Tensor bias = position + length_mask(valid, L);
+        QVERIFY(models::single_query_attention_applies(q, k, v));
+
+        const at::Tensor full = models::attend_single_query(q, k, v, bias, 0.5);
+        const at::Tensor trimmed = models::attend_single_query(q, k, v, bias, 0.5, &valid);
+        QVERIFY2(at::equal(full, trimmed), "skipping masked keys changed the result");
+
+        // And both are attention: the generic formula on the same operands.
+        at::Tensor scores = at::matmul(q, k.transpose(-1, -2)) * 0.5 + bias;
+        at::Tensor expected = at::matmul(at::softmax(scores, -1), v).transpose(1, 2).reshape({B, 1, H * D});
+        QVERIFY(close(trimmed, expected, 1e-5, 1e-5));
+
+        // What is behind a row's valid length never reaches the result.
+        k.select(0, 1).narrow(1, 1, L - 1).fill_(std::numeric_limits<float>::quiet_NaN());
+        v.select(0, 1).narrow(1, 1, L - 1).fill_(std::numeric_limits<float>::quiet_NaN());
+        const at::Tensor with_garbage = models::attend_single_query(q, k, v, bias, 0.5, &valid);
+        QVERIFY(at::equal(with_garbage.select(0, 1), trimmed.select(0, 1)));
+    }
+
+    void single_query_attention_checks_lengths() {
+        c10::InferenceMode guard;
+        at::Tensor q = at::randn({2, 1, 1, 4}), k = at::randn({2, 1, 3, 4}), v = at::randn({2, 1, 3, 4});
+        const std::vector<int64_t> one = {3};
+        bool threw = false;
+        try {
+            models::attend_single_query(q, k, v, {}, 1.0, &one);
+        } catch (const c10::Error&) {
+            threw = true;
+        }
+        QVERIFY2(threw, "a lengths vector for the wrong number of rows must be refused");
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCpuKernels)
+#include "test_cpu_kernels.moc"
