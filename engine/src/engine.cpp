@@ -170,8 +170,15 @@ private:
     void admit_and_prefill(StepStats& stats);
     // Prefills these newcomers as one padded batch and appends them to the running batch.
     void prefill_pass(std::vector<std::unique_ptr<LiveRequest>> fresh, StepStats& stats);
+    void prefill_encoder_decoder(std::vector<std::unique_ptr<LiveRequest>> fresh,
+                                 const std::vector<std::vector<size_t>>& passes, StepStats& stats);
+    // The prompts of `fresh` (one per row: beams repeat theirs) and their share of the step's stats.
+    std::vector<std::vector<int64_t>> prompt_rows(const std::vector<std::unique_ptr<LiveRequest>>& fresh,
+                                                  StepStats& stats) const;
+    void join_running(models::DecodeState state, std::vector<std::unique_ptr<LiveRequest>> fresh);
     // The LoRA hook for these requests' rows (in batch order); counts their rows per adapter.
-    adapters::MultiLoraHook lora_hook(const std::vector<LiveRequest*>& requests, StepStats& stats) const;
+    // Counts each row's adapter into stats.rows_per_adapter unless stats is null.
+    adapters::MultiLoraHook lora_hook(const std::vector<LiveRequest*>& requests, StepStats* stats) const;
     // Chooses the next token of every row; returns the row order the state must take next
     // (beam search reorders its rows), or an empty vector when no row moved.
     std::vector<int64_t> choose_and_emit(at::Tensor logits, const std::vector<LiveRequest*>& requests);
@@ -335,7 +342,7 @@ void EngineImpl::decode_running(StepStats& stats) {
     stats.decode_tokens += static_cast<int64_t>(last.size());
     try {
         at::Tensor tokens = at::tensor(last, at::TensorOptions().dtype(at::kLong)).to(model_->options().device());
-        const adapters::MultiLoraHook hook = lora_hook(rows, stats);
+        const adapters::MultiLoraHook hook = lora_hook(rows, &stats);
         at::Tensor logits = model_->decode_step(state_, tokens, hook.empty() ? nullptr : &hook);
         const auto order = choose_and_emit(logits, rows);
         if (!order.empty()) state_.filter(order);
@@ -402,6 +409,10 @@ void EngineImpl::admit_and_prefill(StepStats& stats) {
     }
     // Newcomers of similar length share a prefill pass; all passes run in this step.
     const auto passes = scheduler::prefill_groups(prompt_tokens, request_rows, kPrefillPassTokens);
+    if (model_->is_encoder_decoder()) {
+        prefill_encoder_decoder(std::move(fresh), passes, stats);
+        return;
+    }
     for (const auto& pass : passes) {
         std::vector<std::unique_ptr<LiveRequest>> members;
         for (size_t i : pass) members.push_back(std::move(fresh[i]));
@@ -409,12 +420,11 @@ void EngineImpl::admit_and_prefill(StepStats& stats) {
     }
 }
 
-void EngineImpl::prefill_pass(std::vector<std::unique_ptr<LiveRequest>> fresh, StepStats& stats) {
+std::vector<std::vector<int64_t>> EngineImpl::prompt_rows(const std::vector<std::unique_ptr<LiveRequest>>& fresh,
+                                                         StepStats& stats) const {
     std::vector<std::vector<int64_t>> prompts;
-    std::vector<LiveRequest*> rows;
     int64_t longest = 0;
     for (auto& f : fresh) {
-        rows.push_back(f.get());
         longest = std::max<int64_t>(longest, static_cast<int64_t>(f->prompt_ids.size()));
         // Beams start as identical copies of the prompt, as in transformers.
         for (int64_t j = 0; j < f->rows(); ++j) {
@@ -428,21 +438,80 @@ void EngineImpl::prefill_pass(std::vector<std::unique_ptr<LiveRequest>> fresh, S
         stats.padded_tokens += longest - static_cast<int64_t>(p.size());
     }
     stats.rows += static_cast<int64_t>(prompts.size());
+    return prompts;
+}
 
+void EngineImpl::join_running(models::DecodeState state, std::vector<std::unique_ptr<LiveRequest>> fresh) {
+    if (running_.empty()) {
+        state_ = std::move(state);
+    } else {
+        state_.concatenate(state);
+    }
+    for (auto& f : fresh) running_.push_back(std::move(f));
+}
+
+void EngineImpl::prefill_pass(std::vector<std::unique_ptr<LiveRequest>> fresh, StepStats& stats) {
+    std::vector<LiveRequest*> rows;
+    for (auto& f : fresh) rows.push_back(f.get());
+    const auto prompts = prompt_rows(fresh, stats);
     try {
         auto batch = models::TokenBatch::from_rows(prompts, model_->pad_token_id(), model_->options().device());
-        const adapters::MultiLoraHook hook = lora_hook(rows, stats);
+        const adapters::MultiLoraHook hook = lora_hook(rows, &stats);
         auto [state, logits] = model_->prefill(batch, hook.empty() ? nullptr : &hook);
         const auto order = choose_and_emit(logits, rows);
         if (!order.empty()) state.filter(order);
-        if (running_.empty()) {
-            state_ = std::move(state);
-        } else {
-            state_.concatenate(state);
-        }
-        for (auto& f : fresh) running_.push_back(std::move(f));
+        join_running(std::move(state), std::move(fresh));
     } catch (const std::exception& e) {
         fail_rows(rows, std::string("prefill failed: ") + e.what());
+    }
+}
+
+// Encoder passes group prompts of similar length (little padding); the decoder's first step then
+// runs once for every newcomer. A decoder step reads all decoder and LM-head weights whatever its
+// row count, so one per pass cost as much as a whole decode step each time: 11 passes for W1's 64
+// prompts spent a quarter of the prefill time on first steps.
+void EngineImpl::prefill_encoder_decoder(std::vector<std::unique_ptr<LiveRequest>> fresh,
+                                         const std::vector<std::vector<size_t>>& passes, StepStats& stats) {
+    models::DecodeState joined;
+    bool any = false;
+    std::vector<std::unique_ptr<LiveRequest>> started;
+    std::vector<LiveRequest*> started_rows;
+    for (const auto& pass : passes) {
+        std::vector<std::unique_ptr<LiveRequest>> members;
+        std::vector<LiveRequest*> rows;
+        for (size_t i : pass) {
+            rows.push_back(fresh[i].get());
+            members.push_back(std::move(fresh[i]));
+        }
+        const auto prompts = prompt_rows(members, stats);
+        try {
+            auto batch = models::TokenBatch::from_rows(prompts, model_->pad_token_id(), model_->options().device());
+            const adapters::MultiLoraHook hook = lora_hook(rows, &stats);
+            models::DecodeState state = model_->start(batch, hook.empty() ? nullptr : &hook);
+            if (any) {
+                joined.concatenate(state);
+            } else {
+                joined = std::move(state);
+                any = true;
+            }
+            for (auto& m : members) {
+                started_rows.push_back(m.get());
+                started.push_back(std::move(m));
+            }
+        } catch (const std::exception& e) {
+            fail_rows(rows, std::string("prefill failed: ") + e.what());
+        }
+    }
+    if (!any) return;
+    try {
+        const adapters::MultiLoraHook hook = lora_hook(started_rows, nullptr);  // counted per pass above
+        at::Tensor starts = at::full({joined.rows()}, model_->decoder_start_token_id(), at::TensorOptions().dtype(at::kLong));
+        at::Tensor logits = model_->decode_step(joined, starts.to(model_->options().device()), hook.empty() ? nullptr : &hook);
+        const auto order = choose_and_emit(logits, started_rows);
+        if (!order.empty()) joined.filter(order);
+        join_running(std::move(joined), std::move(started));
+    } catch (const std::exception& e) {
+        fail_rows(started_rows, std::string("prefill failed: ") + e.what());
     }
 }
 
@@ -485,16 +554,18 @@ std::vector<int64_t> EngineImpl::choose_and_emit(at::Tensor logits, const std::v
     return order;
 }
 
-adapters::MultiLoraHook EngineImpl::lora_hook(const std::vector<LiveRequest*>& requests, StepStats& stats) const {
+adapters::MultiLoraHook EngineImpl::lora_hook(const std::vector<LiveRequest*>& requests, StepStats* stats) const {
     std::vector<std::shared_ptr<const adapters::LoraWeights>> row_weights;
     for (auto* r : requests) {
         const int64_t n = r->rows();
-        auto it = std::find_if(stats.rows_per_adapter.begin(), stats.rows_per_adapter.end(),
-                               [&](const auto& entry) { return entry.first == r->adapter_name; });
-        if (it == stats.rows_per_adapter.end()) {
-            stats.rows_per_adapter.emplace_back(r->adapter_name, n);
-        } else {
-            it->second += n;
+        if (stats) {
+            auto it = std::find_if(stats->rows_per_adapter.begin(), stats->rows_per_adapter.end(),
+                                   [&](const auto& entry) { return entry.first == r->adapter_name; });
+            if (it == stats->rows_per_adapter.end()) {
+                stats->rows_per_adapter.emplace_back(r->adapter_name, n);
+            } else {
+                it->second += n;
+            }
         }
         for (int64_t j = 0; j < n; ++j) row_weights.push_back(r->adapter.weights());
     }
