@@ -2,15 +2,17 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <vector>
 
 namespace lorascope::models {
 
 namespace {
 
-// Eight partial sums so that the compiler can keep them in vector lanes; built for AVX2+FMA as
-// well as the baseline ISA and picked at run time, so the binary still runs on older CPUs.
-__attribute__((target_clones("avx2,fma", "default"))) float dot(const float* a, const float* b, int64_t n) {
+// Eight partial sums so that the compiler keeps them in one vector register.
+inline float dot(const float* a, const float* b, int64_t n) {
     float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -21,9 +23,47 @@ __attribute__((target_clones("avx2,fma", "default"))) float dot(const float* a, 
     return sum;
 }
 
-// out[0, n) += w * x[0, n)
-__attribute__((target_clones("avx2,fma", "default"))) void axpy(float w, const float* x, float* out, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) out[i] += w * x[i];
+struct Operands {
+    const float* q;
+    const float* k;
+    const float* v;
+    const float* bias;  // null: no bias
+    int64_t qb, qh, kb, kh, kl, vb, vh, vl, bb, bh, bl;
+    int64_t H, L, D;
+    float scale;
+};
+
+// One (row, head): scores, softmax and the weighted sum of values in one pass over its keys, so that
+// each key and value is read once and nothing is allocated. The helpers above inline into each clone,
+// built for AVX2+FMA and for the baseline ISA and picked at run time (the binary still runs on older
+// CPUs). Calling a cloned dot/axpy per key instead cost an indirect call per 64 floats: a third of
+// the attention time of a t5-small decoding step.
+__attribute__((target_clones("avx2,fma", "default"))) void attend_one(const Operands& o, int64_t i, int64_t n,
+                                                                     float* scores, float* out) {
+    const int64_t b = i / o.H, h = i % o.H;
+    const float* q = o.q + b * o.qb + h * o.qh;
+    const float* k = o.k + b * o.kb + h * o.kh;
+    const float* v = o.v + b * o.vb + h * o.vh;
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t l = 0; l < n; ++l) {
+        float s = dot(q, k + l * o.kl, o.D) * o.scale;
+        if (o.bias) s += o.bias[b * o.bb + h * o.bh + l * o.bl];
+        scores[l] = s;
+        max = std::max(max, s);
+    }
+    float sum = 0;
+    for (int64_t l = 0; l < n; ++l) {
+        scores[l] = std::exp(scores[l] - max);
+        sum += scores[l];
+    }
+    const float inv = 1.0f / sum;
+    for (int64_t d = 0; d < o.D; ++d) out[d] = 0;
+    for (int64_t l = 0; l < n; ++l) {
+        const float p = scores[l] * inv;
+        if (p == 0.0f) continue;  // masked: exp underflowed
+        const float* vl = v + l * o.vl;
+        for (int64_t d = 0; d < o.D; ++d) out[d] += p * vl[d];
+    }
 }
 
 }  // namespace
@@ -38,53 +78,36 @@ bool single_query_attention_applies(const at::Tensor& q, const at::Tensor& k, co
 at::Tensor attend_single_query(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
                                double score_scale, const std::vector<int64_t>* valid) {
     const int64_t B = q.size(0), H = q.size(1), L = k.size(2), D = q.size(3);
-    const float scale = static_cast<float>(score_scale);
-    const float* qp = q.data_ptr<float>();
-    const float* kp = k.data_ptr<float>();
-    const float* vp = v.data_ptr<float>();
-    const int64_t qb = q.stride(0), qh = q.stride(1);
-    const int64_t kb = k.stride(0), kh = k.stride(1), kl = k.stride(2);
-    const int64_t vb = v.stride(0), vh = v.stride(1), vl = v.stride(2);
     TORCH_CHECK(!valid || static_cast<int64_t>(valid->size()) == B, "attend_single_query: ", valid ? valid->size() : 0,
                 " valid lengths for ", B, " rows");
+    Operands o{};
+    o.q = q.data_ptr<float>();
+    o.k = k.data_ptr<float>();
+    o.v = v.data_ptr<float>();
+    o.qb = q.stride(0), o.qh = q.stride(1);
+    o.kb = k.stride(0), o.kh = k.stride(1), o.kl = k.stride(2);
+    o.vb = v.stride(0), o.vh = v.stride(1), o.vl = v.stride(2);
+    o.H = H, o.L = L, o.D = D;
+    o.scale = static_cast<float>(score_scale);
+    at::Tensor bias_view;  // keeps a converted bias alive
+    if (bias.defined()) {
+        // Broadcast dimensions read with stride 0: the bias is never materialised per (row, head).
+        bias_view = bias.to(at::kFloat).expand({B, H, 1, L});
+        o.bias = bias_view.data_ptr<float>();
+        o.bb = bias_view.stride(0), o.bh = bias_view.stride(1), o.bl = bias_view.stride(3);
+    }
     auto keys_to_read = [&](int64_t b) {
         if (!valid) return L;
         const int64_t n = (*valid)[static_cast<size_t>(b)];
         return n >= 1 && n < L ? n : L;  // at least one key, or the softmax of a row would be NaN
     };
 
-    at::Tensor scores = at::empty({B, H, 1, L}, q.options());
-    float* sp = scores.data_ptr<float>();
-    at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-            const int64_t b = i / H, h = i % H;
-            const float* qi = qp + b * qb + h * qh;
-            const float* ki = kp + b * kb + h * kh;
-            float* si = sp + i * L;
-            const int64_t n = keys_to_read(b);
-            for (int64_t l = 0; l < n; ++l) si[l] = dot(qi, ki + l * kl, D);
-            if (scale != 1.0f)
-                for (int64_t l = 0; l < n; ++l) si[l] *= scale;
-            for (int64_t l = n; l < L; ++l) si[l] = -std::numeric_limits<float>::infinity();
-        }
-    });
-    // Bias and softmax are elementwise over [B, H, 1, L]: ATen's kernels are already good there.
-    if (bias.defined()) scores.add_(bias);
-    at::Tensor probs = at::softmax(scores, -1);
-    const float* pp = probs.data_ptr<float>();
-
-    at::Tensor out = at::zeros({B, 1, H, D}, q.options());
+    at::Tensor out = at::empty({B, 1, H, D}, q.options());
     float* op = out.data_ptr<float>();
     at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-            const int64_t b = i / H, h = i % H;
-            const float* vi = vp + b * vb + h * vh;
-            const float* pi = pp + i * L;
-            float* oi = op + i * D;  // [B, 1, H, D] contiguous: (b, h) is row i
-            const int64_t n = keys_to_read(b);
-            for (int64_t l = 0; l < n; ++l)
-                if (pi[l] != 0.0f) axpy(pi[l], vi + l * vl, oi, D);
-        }
+        std::vector<float> scores(static_cast<size_t>(L));
+        for (int64_t i = begin; i < end; ++i)
+            attend_one(o, i, keys_to_read(i / H), scores.data(), op + i * D);  // [B, 1, H, D]: (b, h) is row i
     });
     return out.view({B, 1, H * D});
 }
