@@ -11,6 +11,7 @@
 #include "lorascope/runtime.h"
 #include "models/attention.h"
 #include "models/cpu_gemm.h"
+#include "models/layers.h"
 #include "models/single_query_attention.h"
 
 using namespace lorascope;
@@ -110,6 +111,20 @@ private Q_SLOTS:
         v.select(0, 1).narrow(1, 1, L - 1).fill_(std::numeric_limits<float>::quiet_NaN());
         const at::Tensor with_garbage = models::attend_single_query(q, k, v, bias, 0.5, &valid);
         QVERIFY(at::equal(with_garbage.select(0, 1), trimmed.select(0, 1)));
+    }
+
+    void rms_norm_matches_t5_formula() {
+        // T5LayerNorm: x * rsqrt(mean(x^2) + eps) * weight, for decode rows, prefill rows and a
+        // strided view (which takes ATen's path).
+        c10::InferenceMode guard;
+        const double eps = 1e-6;
+        at::Tensor w = at::rand({512}) + 0.5;
+        const models::Norm norm(models::Norm::Kind::Rms, w, {}, eps);
+        for (const at::Tensor& x : {at::randn({32, 1, 512}), at::randn({3, 37, 512}) * 30,
+                                    at::randn({4, 1, 1024}).narrow(-1, 0, 512)}) {
+            const at::Tensor expected = x * at::rsqrt(x.pow(2).mean(-1, true) + eps) * w;
+            QVERIFY(close(norm.forward(x), expected, 1e-5, 1e-5));
+        }
     }
 
     void single_query_attention_checks_lengths() {

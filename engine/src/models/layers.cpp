@@ -2,13 +2,57 @@
 
 #include "lorascope/error.h"
 
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+
 namespace lorascope::models {
 
 Norm::Norm(Kind kind, at::Tensor weight, at::Tensor bias, double eps)
     : kind_(kind), weight_(std::move(weight)), bias_(std::move(bias)), eps_(eps) {}
 
+namespace {
+
+// T5LayerNorm for one row in float32: x * rsqrt(mean(x^2) + eps) * weight.
+__attribute__((target_clones("avx2,fma", "default"))) void rms_norm_row(const float* x, const float* weight, float* out,
+                                                                       int64_t d, float eps) {
+    float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= d; i += 8)
+        for (int j = 0; j < 8; ++j) partial[j] += x[i + j] * x[i + j];
+    float sum = 0;
+    for (; i < d; ++i) sum += x[i] * x[i];
+    for (float p : partial) sum += p;
+    const float scale = 1.0f / std::sqrt(sum / static_cast<float>(d) + eps);
+    for (int64_t k = 0; k < d; ++k) out[k] = x[k] * scale * weight[k];
+}
+
+// The same as the ATen expression in Norm::forward, in one pass per row: a decoding step runs 19 of
+// these norms on [32, 512] rows, where ATen's six operators (each allocating) cost more than the
+// arithmetic.
+bool rms_norm_cpu_applies(const at::Tensor& x, const at::Tensor& weight) {
+    return x.device().is_cpu() && x.scalar_type() == at::kFloat && weight.scalar_type() == at::kFloat &&
+           x.is_contiguous() && weight.is_contiguous() && x.dim() >= 1 && x.size(-1) == weight.size(0);
+}
+
+at::Tensor rms_norm_cpu(const at::Tensor& x, const at::Tensor& weight, double eps) {
+    const int64_t d = x.size(-1), rows = d ? x.numel() / d : 0;
+    at::Tensor out = at::empty_like(x);
+    const float* xp = x.data_ptr<float>();
+    const float* wp = weight.data_ptr<float>();
+    float* op = out.data_ptr<float>();
+    at::parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(d, 1)), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) rms_norm_row(xp + r * d, wp, op + r * d, d, static_cast<float>(eps));
+    });
+    return out;
+}
+
+}  // namespace
+
 at::Tensor Norm::forward(const at::Tensor& x) const {
     if (kind_ == Kind::Layer) return at::layer_norm(x, {weight_.size(0)}, weight_, bias_, eps_);
+    if (rms_norm_cpu_applies(x, weight_)) return rms_norm_cpu(x, weight_, eps_);
     // As T5LayerNorm: the mean square in fp32 whatever the activations' dtype, then the weight.
     at::Tensor variance = x.to(at::kFloat).pow(2).mean(-1, /*keepdim=*/true);
     at::Tensor normed = x * at::rsqrt(variance + eps_);
