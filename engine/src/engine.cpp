@@ -178,7 +178,9 @@ private:
     void join_running(models::DecodeState state, std::vector<std::unique_ptr<LiveRequest>> fresh);
     // The LoRA hook for these requests' rows (in batch order); counts their rows per adapter.
     // Counts each row's adapter into stats.rows_per_adapter unless stats is null.
-    adapters::MultiLoraHook lora_hook(const std::vector<LiveRequest*>& requests, StepStats* stats) const;
+    // `stack`: the decoding step passes lora_stack_ (see adapters::LoraStack).
+    adapters::MultiLoraHook lora_hook(const std::vector<LiveRequest*>& requests, StepStats* stats,
+                                      adapters::LoraStack* stack = nullptr) const;
     // Chooses the next token of every row; returns the row order the state must take next
     // (beam search reorders its rows), or an empty vector when no row moved.
     std::vector<int64_t> choose_and_emit(at::Tensor logits, const std::vector<LiveRequest*>& requests);
@@ -210,6 +212,9 @@ private:
     // Requests in batch-row order: running_[0] holds rows [0, rows()), the next one follows, ...
     std::vector<std::unique_ptr<LiveRequest>> running_;
     models::DecodeState state_;
+    // Stacked adapter factors for mixed-adapter decoding steps, kept while the set of adapters in
+    // the batch stays the same.
+    adapters::LoraStack lora_stack_;
     int64_t step_ = 0;
     std::thread thread_;
 };
@@ -257,7 +262,7 @@ void EngineImpl::run() {
             drop_finished();
             stats.wall_ms = engine_detail::ms_between(started, Clock::now());
             stats.queue_depth = static_cast<int64_t>(waiting_.size());
-            stats.adapter_bytes = registry_.resident_bytes();
+            stats.adapter_bytes = registry_.resident_bytes() + lora_stack_.bytes();
             stats.kv_bytes_allocated = running_.empty() ? 0 : state_.bytes_allocated();
             stats.kv_bytes_in_use =
                 running_.empty() ? 0 : state_.self_cache.bytes_in_use() + state_.encoder.bytes_allocated();
@@ -342,7 +347,7 @@ void EngineImpl::decode_running(StepStats& stats) {
     stats.decode_tokens += static_cast<int64_t>(last.size());
     try {
         at::Tensor tokens = at::tensor(last, at::TensorOptions().dtype(at::kLong)).to(model_->options().device());
-        const adapters::MultiLoraHook hook = lora_hook(rows, &stats);
+        const adapters::MultiLoraHook hook = lora_hook(rows, &stats, &lora_stack_);
         at::Tensor logits = model_->decode_step(state_, tokens, hook.empty() ? nullptr : &hook);
         const auto order = choose_and_emit(logits, rows);
         if (!order.empty()) state_.filter(order);
@@ -554,7 +559,8 @@ std::vector<int64_t> EngineImpl::choose_and_emit(at::Tensor logits, const std::v
     return order;
 }
 
-adapters::MultiLoraHook EngineImpl::lora_hook(const std::vector<LiveRequest*>& requests, StepStats* stats) const {
+adapters::MultiLoraHook EngineImpl::lora_hook(const std::vector<LiveRequest*>& requests, StepStats* stats,
+                                              adapters::LoraStack* stack) const {
     std::vector<std::shared_ptr<const adapters::LoraWeights>> row_weights;
     for (auto* r : requests) {
         const int64_t n = r->rows();
@@ -569,7 +575,7 @@ adapters::MultiLoraHook EngineImpl::lora_hook(const std::vector<LiveRequest*>& r
         }
         for (int64_t j = 0; j < n; ++j) row_weights.push_back(r->adapter.weights());
     }
-    return adapters::MultiLoraHook(row_weights, model_->options().device());
+    return adapters::MultiLoraHook(row_weights, model_->options().device(), stack);
 }
 
 void EngineImpl::drop_finished() {

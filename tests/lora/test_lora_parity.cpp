@@ -47,9 +47,13 @@ Fixture open_fixture(const std::string& name) {
 struct BatchResult {
     std::vector<std::vector<at::Tensor>> logits;
     std::vector<std::vector<int64_t>> argmax;
+    int64_t decode_cpu_loop_calls = 0;  // decoding-step deltas computed by the CPU loop
 };
 
-BatchResult run_rows(const Fixture& f, const std::vector<Row>& rows, int64_t steps) {
+// The decoding steps get their own hook, as the engine's do: with `stack` and `cpu_loop` false,
+// they take the stacked path that other devices use.
+BatchResult run_rows(const Fixture& f, const std::vector<Row>& rows, int64_t steps, adapters::LoraStack* stack = nullptr,
+                     bool cpu_loop = true) {
     const json& rec = f.base.records;
     std::vector<adapters::AdapterLease> leases;
     std::vector<std::shared_ptr<const adapters::LoraWeights>> row_weights;
@@ -66,6 +70,8 @@ BatchResult run_rows(const Fixture& f, const std::vector<Row>& rows, int64_t ste
     }
     adapters::MultiLoraHook hook(row_weights, f.model->options().device());
     const models::LoraHook* lora = hook.empty() ? nullptr : &hook;
+    adapters::MultiLoraHook decode_hook(row_weights, f.model->options().device(), stack, cpu_loop);
+    const models::LoraHook* decode_lora = decode_hook.empty() ? nullptr : &decode_hook;
 
     BatchResult out;
     out.logits.resize(rows.size());
@@ -87,8 +93,9 @@ BatchResult run_rows(const Fixture& f, const std::vector<Row>& rows, int64_t ste
             const auto& path = rec["runs"][r.run]["greedy"][r.prompt];
             next.push_back(s - 1 < static_cast<int64_t>(path.size()) ? path[s - 1].get<int64_t>() : pad);
         }
-        record(f.model->decode_step(state, at::tensor(next, at::TensorOptions().dtype(at::kLong)), lora));
+        record(f.model->decode_step(state, at::tensor(next, at::TensorOptions().dtype(at::kLong)), decode_lora));
     }
+    out.decode_cpu_loop_calls = decode_hook.cpu_position_calls();
     return out;
 }
 
@@ -145,17 +152,26 @@ private Q_SLOTS:
             for (size_t p = 0; p < prompts; ++p) grouped.push_back({r, p});
 
         const BatchResult mixed = run_rows(f, interleaved, steps);
+        QVERIFY2(mixed.decode_cpu_loop_calls > 0, "the decoding steps did not take the CPU loop");
         for (size_t i = 0; i < interleaved.size(); ++i) check_row(rec, interleaved[i], mixed, i);
         const BatchResult contiguous = run_rows(f, grouped, steps);
         for (size_t i = 0; i < grouped.size(); ++i) check_row(rec, grouped[i], contiguous, i);
 
-        // Alone: the same numbers (within the same tolerance) and the same tokens as in the batch.
+        // The decoding steps of other devices: every adapter's factors stacked, one product pair per site.
+        adapters::LoraStack stack;
+        const BatchResult stacked = run_rows(f, interleaved, steps, &stack, /*cpu_loop=*/false);
+        QVERIFY2(stack.bytes() > 0, "the decoding steps did not take the stacked path");
+        for (size_t i = 0; i < interleaved.size(); ++i) check_row(rec, interleaved[i], stacked, i);
+
+        // Alone: the same tokens as in the batch, and numbers as close as two runs that are each
+        // within kLogitTolerance of HF's can be (oneDNN's sgemm rounds a 1-row product differently
+        // from a 12-row one; 2e-4 apart on the t5 fixture, while both are within 1e-4 of HF).
         for (size_t i = 0; i < interleaved.size(); ++i) {
             const BatchResult alone = run_rows(f, {interleaved[i]}, steps);
             check_row(rec, interleaved[i], alone, 0);
             QCOMPARE(alone.argmax[0], mixed.argmax[i]);
             for (size_t s = 0; s < alone.logits[0].size(); ++s)
-                QVERIFY((alone.logits[0][s] - mixed.logits[i][s]).abs().max().item<double>() <= kLogitTolerance);
+                QVERIFY2((alone.logits[0][s] - mixed.logits[i][s]).abs().max().item<double>() <= 2 * kLogitTolerance, qPrintable(QString("row %1 step %2: %3").arg(i).arg(s).arg((alone.logits[0][s] - mixed.logits[i][s]).abs().max().item<double>())));
         }
     }
 };

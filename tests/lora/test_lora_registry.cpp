@@ -154,7 +154,7 @@ private Q_SLOTS:
             auto lease = registry.acquire("all");
             const int site = model->linear_sites().front().id;
             QVERIFY(lease.weights()->at_site(site));
-            before = lease.weights()->at_site(site)->a_t.clone();
+            before = lease.weights()->at_site(site)->a.clone();
         }
         registry.load("rslora", base.adapter_dir("rslora"));   // evicts the idle, older "all"
         auto resident = [&](const std::string& name) {
@@ -171,7 +171,7 @@ private Q_SLOTS:
             QVERIFY(resident("all"));
             QVERIFY(!resident("rslora"));
             const int site = model->linear_sites().front().id;
-            QVERIFY(at::equal(lease.weights()->at_site(site)->a_t, before));
+            QVERIFY(at::equal(lease.weights()->at_site(site)->a, before));
             // Pinned adapters stay resident even when that takes the total over the budget.
             auto second = registry.acquire("rslora");
             QVERIFY(resident("all") && resident("rslora"));

@@ -29,7 +29,7 @@ std::shared_ptr<const LoraWeights> LoraWeights::materialise(const io::PeftAdapte
                                 ".base_layer.weight' differs from the loaded model's '" + m.module +
                                 ".weight'; PEFT would replace the model's weight with it (adapter saved from another base?)");
         }
-        // A and B are converted once from the mapping, then laid out for x @ A^T @ B^T.
+        // A and B are converted once from the mapping, B with the scaling folded in.
         at::Tensor a = io::tensor_from_safetensors(*m.file, *m.a, at::kFloat, at::kCPU);
         at::Tensor b = io::tensor_from_safetensors(*m.file, *m.b, at::kFloat, at::kCPU);
         if (!at::isfinite(a).all().item<bool>() || !at::isfinite(b).all().item<bool>())
@@ -37,9 +37,9 @@ std::shared_ptr<const LoraWeights> LoraWeights::materialise(const io::PeftAdapte
         SiteDelta d;
         d.rank = m.rank;
         d.scaling = m.scaling;
-        d.a_t = a.t().to(options).contiguous();
-        d.b_t = (b * m.scaling).t().to(options).contiguous();
-        w->bytes_ += static_cast<int64_t>(d.a_t.nbytes() + d.b_t.nbytes());
+        d.a = a.to(options).contiguous();
+        d.b = (b * m.scaling).to(options).contiguous();
+        w->bytes_ += static_cast<int64_t>(d.a.nbytes() + d.b.nbytes());
         w->max_rank_ = std::max(w->max_rank_, d.rank);
         w->sites_[static_cast<size_t>(binding.site.id)] = std::move(d);
         ++w->modules_;

@@ -1,5 +1,5 @@
-// One adapter's LoRA matrices materialised for the loaded model: per linear site, A^T and the
-// scaled B^T in the model's dtype on its device, indexed by LinearSite::id.
+// One adapter's LoRA matrices materialised for the loaded model: per linear site, A and the
+// scaled B in the model's dtype on its device, indexed by LinearSite::id.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -15,10 +15,11 @@
 
 namespace lorascope::adapters {
 
-// What one adapter adds at one site: y += (x a_t) b_t, with the scaling folded into b_t.
+// What one adapter adds at one site: y += (x a^T) b^T, with the scaling folded into b. Both keep
+// PEFT's [out, in] layout, the one the linears multiply by (models::affine).
 struct SiteDelta {
-    at::Tensor a_t;   // [in, r], contiguous
-    at::Tensor b_t;   // [r, out] = (scaling * B)^T, contiguous
+    at::Tensor a;     // [r, in], contiguous
+    at::Tensor b;     // [out, r] = scaling * B, contiguous
     int64_t rank = 0;
     double scaling = 0;
 };

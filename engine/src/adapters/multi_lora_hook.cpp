@@ -1,12 +1,95 @@
 #include "adapters/multi_lora_hook.h"
 
+#include "models/cpu_gemm.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
 #include <map>
 
 namespace lorascope::adapters {
 
+namespace {
+
+inline float dot(const float* a, const float* b, int64_t n) {
+    float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; ++j) partial[j] += a[i + j] * b[i + j];
+    float sum = 0;
+    for (; i < n; ++i) sum += a[i] * b[i];
+    for (float p : partial) sum += p;
+    return sum;
+}
+
+// ys[i] += B (A xs[i]) for the n positions of one adapter, A [r, in] and B [out, r] row-major: each
+// row of A and of B is read once for all n positions. h is n * r scratch.
+__attribute__((target_clones("avx2,fma", "default"))) void lora_positions(const float* A, const float* B, int64_t r,
+                                                                         int64_t in, int64_t out, const float* const* xs,
+                                                                         float* const* ys, int64_t n, float* h) {
+    for (int64_t k = 0; k < r; ++k)
+        for (int64_t i = 0; i < n; ++i) h[i * r + k] = dot(A + k * in, xs[i], in);
+    for (int64_t o = 0; o < out; ++o)
+        for (int64_t i = 0; i < n; ++i) ys[i][o] += dot(B + o * r, h + i * r, r);
+}
+
+}  // namespace
+
+std::vector<size_t> LoraStack::bind(const std::vector<std::shared_ptr<const LoraWeights>>& adapters) {
+    std::vector<std::shared_ptr<const LoraWeights>> set = adapters;
+    std::sort(set.begin(), set.end(), [](const auto& a, const auto& b) { return a.get() < b.get(); });
+    // The same set as the stacks were built from, alive: keep them. A set whose adapter was freed
+    // and another allocated at its address fails the weak_ptr check.
+    bool same = set.size() == bound_.size();
+    for (size_t i = 0; same && i < set.size(); ++i) same = bound_[i].lock() == set[i];
+    if (!same) {
+        clear();
+        bound_.assign(set.begin(), set.end());
+    }
+    set_.clear();
+    for (const auto& a : set) set_.push_back(a.get());
+    std::vector<size_t> index;
+    for (const auto& a : adapters)
+        index.push_back(static_cast<size_t>(std::lower_bound(set_.begin(), set_.end(), a.get()) - set_.begin()));
+    return index;
+}
+
+void LoraStack::clear() {
+    sites_.clear();
+    absent_.clear();
+    bound_.clear();
+    set_.clear();
+    bytes_ = 0;
+}
+
+const LoraStack::Site* LoraStack::site(int site_id) {
+    if (auto it = sites_.find(site_id); it != sites_.end()) return &it->second;
+    if (absent_.count(site_id)) return nullptr;
+    Site s;
+    std::vector<at::Tensor> as, bs;
+    int64_t offset = 0;
+    for (const LoraWeights* w : set_) {
+        const SiteDelta* d = w->at_site(site_id);
+        s.offset.push_back(offset);
+        s.rank.push_back(d ? d->rank : 0);
+        if (!d) continue;
+        as.push_back(d->a);
+        bs.push_back(d->b);
+        offset += d->rank;
+    }
+    if (as.empty()) {
+        absent_[site_id] = true;
+        return nullptr;
+    }
+    s.a = at::cat(as, 0).contiguous();
+    s.b = at::cat(bs, 1).contiguous();
+    bytes_ += static_cast<int64_t>(s.a.nbytes() + s.b.nbytes());
+    return &sites_.emplace(site_id, std::move(s)).first->second;
+}
+
 MultiLoraHook::MultiLoraHook(const std::vector<std::shared_ptr<const LoraWeights>>& row_adapters,
-                             const at::Device& device)
-    : batch_rows_(static_cast<int64_t>(row_adapters.size())) {
+                             const at::Device& device, LoraStack* stack, bool cpu_loop)
+    : batch_rows_(static_cast<int64_t>(row_adapters.size())), stack_(stack), cpu_loop_(cpu_loop) {
     std::map<const LoraWeights*, size_t> index;
     for (size_t b = 0; b < row_adapters.size(); ++b) {
         const auto& w = row_adapters[b];
@@ -24,22 +107,124 @@ MultiLoraHook::MultiLoraHook(const std::vector<std::shared_ptr<const LoraWeights
         g.contiguous = g.row_list.back() - g.start + 1 == g.count;
         if (!g.contiguous) g.rows = at::tensor(g.row_list, at::TensorOptions().dtype(at::kLong)).to(device);
     }
+    if (stack_ && groups_.size() < 2) {
+        stack_->clear();  // the batch no longer mixes adapters
+        stack_ = nullptr;
+    }
+    if (stack_) {
+        std::vector<std::shared_ptr<const LoraWeights>> adapters;
+        for (const auto& g : groups_) adapters.push_back(g.weights);
+        const auto where = stack_->bind(adapters);
+        for (size_t i = 0; i < groups_.size(); ++i) groups_[i].stack_index = where[i];
+    }
 }
 
 void MultiLoraHook::add_delta(const models::LinearSite& site, const at::Tensor& x, at::Tensor y) const {
     TORCH_CHECK(x.size(0) == batch_rows_, "MultiLoraHook: built for ", batch_rows_, " rows, called with ", x.size(0));
+    const bool small = x.numel() / x.size(-1) <= kSmallCallPositions;
+    if (small && cpu_loop_ && add_positions_cpu(site, x, y)) return;
+    if (small && stack_ && add_stacked(site, x, y)) return;
+    add_grouped(site, x, y);
+}
+
+// Decoding steps on the CPU: per adapter, its factors are read once and applied to its positions
+// with vector dot products, all adapters in one parallel loop. Per-adapter ATen products cost a
+// gather, two BLAS calls and a scatter each (hundreds of fixed costs per step); the stacked path
+// multiplies every position by every adapter (8x the arithmetic with W4's eight adapters).
+bool MultiLoraHook::add_positions_cpu(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const {
+    if (!x.device().is_cpu() || x.scalar_type() != at::kFloat || y.scalar_type() != at::kFloat || x.dim() != 3 ||
+        y.dim() != 3 || x.stride(2) != 1 || y.stride(2) != 1)
+        return false;
+    std::vector<const SiteDelta*> deltas;
+    for (const auto& g : groups_) {
+        const SiteDelta* d = g.weights->at_site(site.id);
+        if (d && (d->a.scalar_type() != at::kFloat || !d->a.is_contiguous() || !d->b.is_contiguous())) return false;
+        deltas.push_back(d);
+    }
+    const int64_t T = x.size(1), in = x.size(2), out = y.size(2);
+    const float* xp = x.data_ptr<float>();
+    float* yp = y.data_ptr<float>();
+    at::parallel_for(0, static_cast<int64_t>(groups_.size()), 1, [&](int64_t begin, int64_t end) {
+        std::vector<const float*> xs;
+        std::vector<float*> ys;
+        std::vector<float> h;
+        for (int64_t gi = begin; gi < end; ++gi) {
+            const SiteDelta* d = deltas[static_cast<size_t>(gi)];
+            if (!d) continue;
+            xs.clear();
+            ys.clear();
+            for (int64_t b : groups_[static_cast<size_t>(gi)].row_list)
+                for (int64_t t = 0; t < T; ++t) {
+                    xs.push_back(xp + b * x.stride(0) + t * x.stride(1));
+                    ys.push_back(yp + b * y.stride(0) + t * y.stride(1));
+                }
+            const int64_t n = static_cast<int64_t>(xs.size());
+            h.resize(static_cast<size_t>(n * d->rank));
+            lora_positions(d->a.data_ptr<float>(), d->b.data_ptr<float>(), d->rank, in, out, xs.data(), ys.data(), n,
+                           h.data());
+        }
+    });
+    ++cpu_position_calls_;
+    return true;
+}
+
+// Per adapter through ATen's matmul: at prefill sizes its BLAS call is as fast as oneDNN's, and a
+// request's logits then do not depend on how many rows shared its adapter (oneDNN's sgemm rounds
+// differently for one row than for several: 2e-4 apart on the LoRA parity fixture).
+void MultiLoraHook::add_grouped(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const {
     for (const auto& g : groups_) {
         const SiteDelta* d = g.weights->at_site(site.id);
         if (!d) continue;
         if (g.contiguous) {
             at::Tensor xs = g.count == batch_rows_ ? x : x.narrow(0, g.start, g.count);
             at::Tensor ys = g.count == batch_rows_ ? y : y.narrow(0, g.start, g.count);
-            ys.add_(at::matmul(at::matmul(xs, d->a_t), d->b_t));
+            ys.add_(at::matmul(at::matmul(xs, d->a.t()), d->b.t()));
         } else {
-            at::Tensor delta = at::matmul(at::matmul(x.index_select(0, g.rows), d->a_t), d->b_t);
+            at::Tensor delta = at::matmul(at::matmul(x.index_select(0, g.rows), d->a.t()), d->b.t());
             y.index_add_(0, g.rows, delta);
         }
     }
+}
+
+// Every position is multiplied by every adapter's A (x A_stack^T), the columns of other adapters
+// are zeroed, and one product by B_stack gives each row its own adapter's delta: the zeroed
+// columns add exact zeros. At decoding sizes the extra arithmetic is far cheaper than the fixed
+// cost of per-adapter products.
+bool MultiLoraHook::add_stacked(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const {
+    const LoraStack::Site* s = stack_->site(site.id);
+    if (!s) return true;  // no adapter of the batch targets this site
+    const int64_t B = x.size(0), in = x.size(-1), positions = x.numel() / in, per_row = positions / B;
+    const int64_t width = s->a.size(0);
+    at::Tensor h = models::affine(x.reshape({positions, in}), s->a).contiguous();  // [positions, sum r]
+    if (h.device().is_cpu() && h.scalar_type() == at::kFloat) {
+        // Zero each position's columns outside its adapter's block in place.
+        std::vector<int64_t> begin(static_cast<size_t>(B), 0), end(static_cast<size_t>(B), 0);  // base rows: none kept
+        for (const auto& g : groups_)
+            for (int64_t b : g.row_list) {
+                begin[static_cast<size_t>(b)] = s->offset[g.stack_index];
+                end[static_cast<size_t>(b)] = s->offset[g.stack_index] + s->rank[g.stack_index];
+            }
+        float* hp = h.data_ptr<float>();
+        for (int64_t p = 0; p < positions; ++p) {
+            float* row = hp + p * width;
+            const size_t b = static_cast<size_t>(p / per_row);
+            std::fill(row, row + begin[b], 0.0f);
+            std::fill(row + end[b], row + width, 0.0f);
+        }
+    } else {
+        at::Tensor mask = at::zeros({positions, width}, at::TensorOptions().dtype(at::kFloat));
+        float* m = mask.data_ptr<float>();
+        for (const auto& g : groups_) {
+            const int64_t offset = s->offset[g.stack_index], rank = s->rank[g.stack_index];
+            for (int64_t b : g.row_list)
+                for (int64_t t = 0; t < per_row; ++t) std::fill_n(m + (b * per_row + t) * width + offset, rank, 1.0f);
+        }
+        h.mul_(mask.to(h.options()));
+    }
+    // Straight into the layer's output (a column block of a fused projection) when it allows.
+    if (per_row == 1 && y.dim() == 3 && models::linear_cpu_accumulate(h, s->b, y.select(1, 0))) return true;
+    y.add_(models::affine(h, s->b).view(y.sizes()));
+    return true;
 }
 
 }  // namespace lorascope::adapters

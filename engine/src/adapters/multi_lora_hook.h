@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "adapters/lora_weights.h"
@@ -12,17 +13,61 @@
 
 namespace lorascope::adapters {
 
+// The A and B factors of several adapters stacked per site, for decoding steps that mix adapters:
+// one [sum of ranks, in] and one [out, sum of ranks] matrix per site instead of one pair per adapter.
+// The engine keeps one across steps (a running batch's set of adapters rarely changes); a different
+// set drops the stacks. Engine thread only.
+class LoraStack {
+public:
+    struct Site {
+        at::Tensor a;                // [sum r, in]: the adapters' A one under the other
+        at::Tensor b;                // [out, sum r]: their scaled B side by side
+        std::vector<int64_t> offset; // per adapter (in set order): first column of its rank block
+        std::vector<int64_t> rank;   // per adapter: 0 when it does not target the site
+    };
+
+    // Makes `adapters` (any order, no duplicates) the stacked set; returns each one's index in the
+    // set. Stacks built for another set are dropped. The caller keeps the adapters alive while it
+    // uses site(); between calls the stack holds no reference, so unloaded adapters are freed.
+    std::vector<size_t> bind(const std::vector<std::shared_ptr<const LoraWeights>>& adapters);
+    // The stacks of one site for the bound set, built on first use; nullptr when no adapter of the
+    // set targets it.
+    const Site* site(int site_id);
+    void clear();
+    int64_t bytes() const { return bytes_; }
+
+private:
+    std::vector<const LoraWeights*> set_;                  // sorted by address
+    std::vector<std::weak_ptr<const LoraWeights>> bound_;  // what the stacks were built from
+    std::unordered_map<int, Site> sites_;
+    std::unordered_map<int, bool> absent_;
+    int64_t bytes_ = 0;
+};
+
 class MultiLoraHook final : public models::LoraHook {
 public:
     // row_adapters[b] is the adapter of batch row b, nullptr for the base model. The hook keeps
-    // the weights alive for its own lifetime.
-    MultiLoraHook(const std::vector<std::shared_ptr<const LoraWeights>>& row_adapters, const at::Device& device);
+    // the weights alive for its own lifetime. `stack` (optional, outliving the hook; the engine
+    // passes its own for decoding steps) serves calls with few rows from several adapters; a hook
+    // over fewer than two adapters clears it.
+    // `cpu_loop` false keeps small CPU calls off the loop below (tests use it to reach the stack).
+    MultiLoraHook(const std::vector<std::shared_ptr<const LoraWeights>>& row_adapters, const at::Device& device,
+                  LoraStack* stack = nullptr, bool cpu_loop = true);
 
     // True when no row uses an adapter: callers pass nullptr instead of this hook.
     bool empty() const { return groups_.empty(); }
     size_t group_count() const { return groups_.size(); }
 
     void add_delta(const models::LinearSite& site, const at::Tensor& x, at::Tensor y) const override;
+
+    // Calls with at most this many positions (rows x tokens: decoding steps) avoid per-adapter ATen
+    // products, whose fixed costs (a gather, two BLAS calls and a scatter per adapter and site)
+    // dominated mixed-adapter decoding: on the CPU in float32 through our own loop over adapters,
+    // elsewhere through the stack, if one was given (two products per site). Longer calls (prefill)
+    // keep the per-adapter products, where those costs are amortised.
+    static constexpr int64_t kSmallCallPositions = 64;
+    // How many add_delta calls took the CPU loop (for tests).
+    int64_t cpu_position_calls() const { return cpu_position_calls_; }
 
 private:
     // The rows of one adapter: a contiguous run [start, start + count) is sliced; scattered rows
@@ -34,9 +79,17 @@ private:
         int64_t start = 0;
         int64_t count = 0;
         bool contiguous = false;
+        size_t stack_index = 0;  // this adapter's index in the bound LoraStack
     };
+    void add_grouped(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const;
+    bool add_stacked(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const;
+    bool add_positions_cpu(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const;
+
     std::vector<Group> groups_;
     int64_t batch_rows_ = 0;
+    LoraStack* stack_ = nullptr;
+    bool cpu_loop_ = true;
+    mutable int64_t cpu_position_calls_ = 0;
 };
 
 }  // namespace lorascope::adapters

@@ -4,14 +4,10 @@
 
 namespace lorascope::models {
 
-namespace {
-
 at::Tensor affine(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
     if (cpu_gemm_applies(x, weight)) return linear_cpu(x, weight, bias);
     return bias.defined() ? at::linear(x, weight, bias) : at::matmul(x, weight.t());
 }
-
-}  // namespace
 
 Linear::Linear(LinearSite site, at::Tensor weight, at::Tensor bias)
     : site_(std::move(site)), weight_(std::move(weight)), bias_(std::move(bias)) {

@@ -26,6 +26,9 @@ public:
     virtual void add_delta(const LinearSite& site, const at::Tensor& x, at::Tensor y) const = 0;
 };
 
+// y = x W^T (+ b) with W [out, in]: oneDNN's sgemm for CPU float32 (cpu_gemm.h), ATen otherwise.
+at::Tensor affine(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {});
+
 // y = x W^T + b for one module.
 class Linear {
 public:
