@@ -129,6 +129,15 @@ def run_peer(ctx, name, system, family, model_dir, ct2_dir, rows, new_tokens, ad
     return result
 
 
+def median_run(runs):
+    """The run with the median tokens/s (the lower middle one for an even count), with every run's
+    tokens/s beside it: on a shared machine one run of a system can land in a neighbour's burst."""
+    ordered = sorted(runs, key=lambda r: r["tokens_per_s"])
+    chosen = dict(ordered[(len(ordered) - 1) // 2])
+    chosen["repeats_tokens_per_s"] = [r["tokens_per_s"] for r in runs]
+    return chosen
+
+
 def run_workload(ctx, name):
     w = WORKLOADS[name]
     family = w["family"]
@@ -136,8 +145,11 @@ def run_workload(ctx, name):
     new_tokens = QUICK["new_tokens"] if ctx.quick else w["new_tokens"]
     rows = ctx.prompts[:count]
     model_dir = build(ctx, "build_model", family, os.path.join(ctx.work, "models", family))
-    results, notes = [], []
+    notes = []
     systems = ctx.systems
+    # Each repetition runs every system once, in turn, so that a slow spell of the machine spreads
+    # over the systems instead of landing on one of them.
+    runs = {}
     if w.get("poisson"):
         rate = ctx.w5_rate
         if rate is None:
@@ -146,30 +158,39 @@ def run_workload(ctx, name):
             w1 = next((r for r in ctx.w1_ours if r), None)
             rate = 0.8 * (w1["requests"] / w1["wall_s"]) if w1 else 1.0
         arrival = {"kind": "poisson", "rate": rate, "seed": 7}
-        results.append(run_ours(ctx, name, model_dir, rows, new_tokens, arrival=arrival))
-        results.append(run_ours(ctx, name, model_dir, rows, new_tokens, arrival=arrival, static=True))
+        for _ in range(ctx.repeat):
+            runs.setdefault("ours", []).append(run_ours(ctx, name, model_dir, rows, new_tokens, arrival=arrival))
+            runs.setdefault("ours-static", []).append(
+                run_ours(ctx, name, model_dir, rows, new_tokens, arrival=arrival, static=True))
         notes.append(f"Poisson arrivals at {rate:.3f} requests/s (seed 7); peers have no request stream")
         return {"workload": name, "what": w["what"], "family": family, "prompts": count, "new_tokens": new_tokens,
-                "arrival": arrival, "results": results, "notes": notes}
+                "arrival": arrival, "results": [median_run(v) for v in runs.values()], "notes": notes}
     adapters = row_adapters = None
     if w.get("adapters"):
         adapters = build(ctx, "build_adapters", model_dir, os.path.join(ctx.work, "adapters", family))
         row_adapters = [adapters[i % len(adapters)][0] for i in range(len(rows))]
-    if "ours" in systems:
-        results.append(run_ours(ctx, name, model_dir, rows, new_tokens, adapters, row_adapters))
-        if name == "W1":
-            ctx.w1_ours.append(results[-1])
-    if "hf" in systems:
-        results.append(run_peer(ctx, name, "hf", family, model_dir, None, rows, new_tokens, adapters, row_adapters))
-        if adapters:
-            notes.append("HF + PEFT 0.13.2: one adapter at a time (batches of one adapter's rows); PEFT's "
-                         "mixed-adapter generate(adapter_names=...) needs torch >= 2.0 hooks, Debian's torch is 1.13")
-    if "ct2" in systems:
-        if adapters:
-            notes.append("CTranslate2: no runtime LoRA (adapters must be merged into one model each), not run")
-        else:
-            ct2_dir = build(ctx, "build_ct2", family, model_dir, os.path.join(ctx.work, "ct2", family))
-            results.append(run_peer(ctx, name, "ct2", family, model_dir, ct2_dir, rows, new_tokens))
+    ct2_dir = None
+    if "ct2" in systems and not adapters:
+        ct2_dir = build(ctx, "build_ct2", family, model_dir, os.path.join(ctx.work, "ct2", family))
+    for _ in range(ctx.repeat):
+        if "ours" in systems:
+            runs.setdefault("ours", []).append(run_ours(ctx, name, model_dir, rows, new_tokens, adapters, row_adapters))
+        if "hf" in systems:
+            runs.setdefault("hf", []).append(
+                run_peer(ctx, name, "hf", family, model_dir, None, rows, new_tokens, adapters, row_adapters))
+        if ct2_dir:
+            runs.setdefault("ct2", []).append(run_peer(ctx, name, "ct2", family, model_dir, ct2_dir, rows, new_tokens))
+    results = [median_run(v) for v in runs.values()]
+    if name == "W1" and "ours" in runs:
+        ctx.w1_ours.append(results[0])
+    if "hf" in systems and adapters:
+        notes.append("HF + PEFT 0.13.2: one adapter at a time (batches of one adapter's rows); PEFT's "
+                     "mixed-adapter generate(adapter_names=...) needs torch >= 2.0 hooks, Debian's torch is 1.13")
+    if "ct2" in systems and adapters:
+        notes.append("CTranslate2: no runtime LoRA (adapters must be merged into one model each), not run")
+    if ctx.repeat > 1:
+        notes.append(f"{ctx.repeat} runs per system, interleaved; each row is the run with the median tokens/s, "
+                     "the range of all runs in brackets")
     return {"workload": name, "what": w["what"], "family": family, "prompts": count, "new_tokens": new_tokens,
             "results": results, "notes": notes}
 
@@ -187,7 +208,9 @@ def markdown(report):
             ratio = f"{ours['tokens_per_s'] / r['tokens_per_s']:.2f}x" if ours and r is not ours else ""
             label = {"ours": "lorascope", "ours-static": "lorascope static", "hf": "HF transformers",
                      "ct2": "CTranslate2"}[r["system"]]
-            lines.append(f"| {w['workload']} | {label} | {r['tokens_per_s']:.1f} | {ratio} | "
+            repeats = r.get("repeats_tokens_per_s", [])
+            spread = f" ({min(repeats):.0f}-{max(repeats):.0f})" if len(repeats) > 1 else ""
+            lines.append(f"| {w['workload']} | {label} | {r['tokens_per_s']:.1f}{spread} | {ratio} | "
                          f"{fmt_ms(r['ttft_ms'], r['ttft_ms'].get('estimated', False))} | {fmt_ms(r['per_token_ms'])} | "
                          f"{r['peak_rss_bytes'] / 2**20:.0f} |")
     out = "\n".join(lines)
@@ -216,6 +239,8 @@ def main():
     ap.add_argument("--work-dir", default="", help="model cache (default build/bench-peers)")
     ap.add_argument("--out", default="", help="JSON report (default <work-dir>/report.json)")
     ap.add_argument("--w5-rate", type=float, default=None, help="W5 requests/s (default 0.8x ours on W1)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs per system and workload, interleaved; the table shows the median run and the range")
     args = ap.parse_args()
 
     class Ctx:
@@ -228,6 +253,9 @@ def main():
     ctx.work = os.path.abspath(args.work_dir or os.path.join(ctx.root, "build", "bench-peers"))
     os.makedirs(ctx.work, exist_ok=True)
     ctx.threads, ctx.quick, ctx.w5_rate, ctx.w1_ours = args.threads, args.quick, args.w5_rate, []
+    if args.repeat < 1:
+        raise SystemExit("--repeat must be at least 1")
+    ctx.repeat = args.repeat
     ctx.batch = min(args.batch, QUICK["batch"]) if args.quick else args.batch
     ctx.systems = args.systems.split(",")
     ctx.prompts = models.prompts(64, 8, QUICK["max_len"] if args.quick else 128)
