@@ -21,6 +21,7 @@
 #include "lorascope/engine.h"
 #include "lorascope/error.h"
 #include "lorascope/params.h"
+#include "lorascope/runtime.h"
 
 namespace lorascope::cli {
 
@@ -256,6 +257,7 @@ int cmd_bench(int argc, char** argv) {
         {"model", options.model_dir},
         {"batching", options.static_batching ? "static" : "continuous"},
         {"threads", options.threads},
+        {"cpu_gemm", runtime_info().cpu_gemm},
         {"max_batch_size", options.max_batch_size},
         {"max_batch_tokens", options.max_batch_tokens},
         {"arrival", arrival},

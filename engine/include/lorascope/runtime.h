@@ -11,6 +11,7 @@ struct RuntimeInfo {
     bool cuda_available = false;
     int cuda_device_count = 0;
     std::string parallel_info;  // ATen's own report (OpenMP, MKL/BLAS)
+    std::string cpu_gemm;       // what CPU float32 linears multiply with: "onednn" or "aten"
 };
 
 RuntimeInfo runtime_info();

@@ -1,5 +1,7 @@
 #include "lorascope/runtime.h"
 
+#include "models/cpu_gemm.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/Context.h>
@@ -19,6 +21,7 @@ RuntimeInfo runtime_info() {
     // Through ATen's hooks, so that a CPU-only LibTorch (Debian's) answers 0 without CUDA headers.
     info.cuda_device_count = info.cuda_available ? at::detail::getCUDAHooks().getNumGPUs() : 0;
     info.parallel_info = at::get_parallel_info();
+    info.cpu_gemm = models::cpu_gemm_backend();
     return info;
 }
 
