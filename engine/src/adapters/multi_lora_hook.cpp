@@ -1,26 +1,16 @@
 #include "adapters/multi_lora_hook.h"
 
-#include "models/cpu_gemm.h"
-
 #include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <map>
 
+#include "models/cpu_gemm.h"
+#include "models/dot.h"
+
 namespace lorascope::adapters {
 
 namespace {
-
-inline float dot(const float* a, const float* b, int64_t n) {
-    float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; ++j) partial[j] += a[i + j] * b[i + j];
-    float sum = 0;
-    for (; i < n; ++i) sum += a[i] * b[i];
-    for (float p : partial) sum += p;
-    return sum;
-}
 
 // ys[i] += B (A xs[i]) for the n positions of one adapter, A [r, in] and B [out, r] row-major: each
 // row of A and of B is read once for all n positions. h is n * r scratch.
@@ -28,9 +18,9 @@ __attribute__((target_clones("avx2,fma", "default"))) void lora_positions(const 
                                                                          int64_t in, int64_t out, const float* const* xs,
                                                                          float* const* ys, int64_t n, float* h) {
     for (int64_t k = 0; k < r; ++k)
-        for (int64_t i = 0; i < n; ++i) h[i * r + k] = dot(A + k * in, xs[i], in);
+        for (int64_t i = 0; i < n; ++i) h[i * r + k] = models::dot(A + k * in, xs[i], in);
     for (int64_t o = 0; o < out; ++o)
-        for (int64_t i = 0; i < n; ++i) ys[i][o] += dot(B + o * r, h + i * r, r);
+        for (int64_t i = 0; i < n; ++i) ys[i][o] += models::dot(B + o * r, h + i * r, r);
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
 #include "models/layers.h"
 
-#include "lorascope/error.h"
-
 #include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <cmath>
+
+#include "lorascope/error.h"
+#include "models/dot.h"
 
 namespace lorascope::models {
 
@@ -17,13 +18,7 @@ namespace {
 // T5LayerNorm for one row in float32: x * rsqrt(mean(x^2) + eps) * weight.
 __attribute__((target_clones("avx2,fma", "default"))) void rms_norm_row(const float* x, const float* weight, float* out,
                                                                        int64_t d, float eps) {
-    float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= d; i += 8)
-        for (int j = 0; j < 8; ++j) partial[j] += x[i + j] * x[i + j];
-    float sum = 0;
-    for (; i < d; ++i) sum += x[i] * x[i];
-    for (float p : partial) sum += p;
+    const float sum = dot(x, x, d);
     const float scale = 1.0f / std::sqrt(sum / static_cast<float>(d) + eps);
     for (int64_t k = 0; k < d; ++k) out[k] = x[k] * scale * weight[k];
 }
