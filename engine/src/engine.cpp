@@ -122,7 +122,8 @@ public:
         wake_.notify_all();
     }
 
-    // Validation and tensor conversion run on the calling thread; the engine keeps stepping.
+    // Validation and tensor conversion run on a short-lived thread while the caller waits (see
+    // util/scratch_thread.h); the engine keeps stepping.
     AdapterInfo load_adapter(const std::string& name, const std::string& dir) override {
         return util::run_on_scratch_thread([&] { return registry_.load(name, dir); });
     }
@@ -474,7 +475,7 @@ void EngineImpl::prefill_pass(std::vector<std::unique_ptr<LiveRequest>> fresh, S
 // Encoder passes group prompts of similar length (little padding); the decoder's first step then
 // runs once for every newcomer. A decoder step reads all decoder and LM-head weights whatever its
 // row count, so one per pass cost as much as a whole decode step each time: 11 passes for W1's 64
-// prompts spent a quarter of the prefill time on first steps.
+// prompts spent a fifth of the prefill time on first steps.
 void EngineImpl::prefill_encoder_decoder(std::vector<std::unique_ptr<LiveRequest>> fresh,
                                          const std::vector<std::vector<size_t>>& passes, StepStats& stats) {
     models::DecodeState joined;

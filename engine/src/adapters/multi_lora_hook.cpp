@@ -112,13 +112,15 @@ MultiLoraHook::MultiLoraHook(const std::vector<std::shared_ptr<const LoraWeights
 void MultiLoraHook::add_delta(const models::LinearSite& site, const at::Tensor& x, at::Tensor y) const {
     TORCH_CHECK(x.size(0) == batch_rows_, "MultiLoraHook: built for ", batch_rows_, " rows, called with ", x.size(0));
     const bool small = x.numel() / x.size(-1) <= kSmallCallPositions;
-    if (small && cpu_loop_ && add_positions_cpu(site, x, y)) return;
+    // One adapter for the whole call is one pair of BLAS products already (add_grouped).
+    if (small && cpu_loop_ && groups_.size() >= 2 && add_positions_cpu(site, x, y)) return;
     if (small && stack_ && add_stacked(site, x, y)) return;
     add_grouped(site, x, y);
 }
 
-// Decoding steps on the CPU: per adapter, its factors are read once and applied to its positions
-// with vector dot products, all adapters in one parallel loop. Per-adapter ATen products cost a
+// Mixed-adapter decoding steps on the CPU: each adapter's factors are applied to its positions, a
+// few positions per read of the factors, with vector dot products, all in one parallel loop.
+// Per-adapter ATen products cost a
 // gather, two BLAS calls and a scatter each (hundreds of fixed costs per step); the stacked path
 // multiplies every position by every adapter (8x the arithmetic with W4's eight adapters).
 bool MultiLoraHook::add_positions_cpu(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const {
@@ -134,24 +136,34 @@ bool MultiLoraHook::add_positions_cpu(const models::LinearSite& site, const at::
     const int64_t T = x.size(1), in = x.size(2), out = y.size(2);
     const float* xp = x.data_ptr<float>();
     float* yp = y.data_ptr<float>();
-    at::parallel_for(0, static_cast<int64_t>(groups_.size()), 1, [&](int64_t begin, int64_t end) {
+    // Work items of at most kChunk positions of one adapter, so that a batch of few adapters still
+    // spreads over every thread; each item reads its adapter's factors once.
+    constexpr int64_t kChunk = 8;
+    struct Item {
+        const SiteDelta* delta;
         std::vector<const float*> xs;
         std::vector<float*> ys;
+    };
+    std::vector<Item> items;
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+        if (!deltas[gi]) continue;
+        for (int64_t b : groups_[gi].row_list)
+            for (int64_t t = 0; t < T; ++t) {
+                if (items.empty() || items.back().delta != deltas[gi] ||
+                    static_cast<int64_t>(items.back().xs.size()) == kChunk)
+                    items.push_back({deltas[gi], {}, {}});
+                items.back().xs.push_back(xp + b * x.stride(0) + t * x.stride(1));
+                items.back().ys.push_back(yp + b * y.stride(0) + t * y.stride(1));
+            }
+    }
+    at::parallel_for(0, static_cast<int64_t>(items.size()), 1, [&](int64_t begin, int64_t end) {
         std::vector<float> h;
-        for (int64_t gi = begin; gi < end; ++gi) {
-            const SiteDelta* d = deltas[static_cast<size_t>(gi)];
-            if (!d) continue;
-            xs.clear();
-            ys.clear();
-            for (int64_t b : groups_[static_cast<size_t>(gi)].row_list)
-                for (int64_t t = 0; t < T; ++t) {
-                    xs.push_back(xp + b * x.stride(0) + t * x.stride(1));
-                    ys.push_back(yp + b * y.stride(0) + t * y.stride(1));
-                }
-            const int64_t n = static_cast<int64_t>(xs.size());
-            h.resize(static_cast<size_t>(n * d->rank));
-            lora_positions(d->a.data_ptr<float>(), d->b.data_ptr<float>(), d->rank, in, out, xs.data(), ys.data(), n,
-                           h.data());
+        for (int64_t i = begin; i < end; ++i) {
+            const Item& item = items[static_cast<size_t>(i)];
+            const int64_t n = static_cast<int64_t>(item.xs.size()), r = item.delta->rank;
+            h.resize(static_cast<size_t>(n * r));
+            lora_positions(item.delta->a.data_ptr<float>(), item.delta->b.data_ptr<float>(), r, in, out,
+                           item.xs.data(), item.ys.data(), n, h.data());
         }
     });
     ++cpu_position_calls_;

@@ -62,9 +62,10 @@ public:
 
     // Calls with at most this many positions (rows x tokens: decoding steps) avoid per-adapter ATen
     // products, whose fixed costs (a gather, two BLAS calls and a scatter per adapter and site)
-    // dominated mixed-adapter decoding: on the CPU in float32 through our own loop over adapters,
-    // elsewhere through the stack, if one was given (two products per site). Longer calls (prefill)
-    // keep the per-adapter products, where those costs are amortised.
+    // dominated mixed-adapter decoding: on the CPU in float32, with two or more adapters, through our
+    // own parallel loop; elsewhere through the stack, if one was given (two products per site). Longer
+    // calls (prefill) and single-adapter calls keep the per-adapter products, where those costs are
+    // amortised.
     static constexpr int64_t kSmallCallPositions = 64;
     // How many add_delta calls took the CPU loop (for tests).
     int64_t cpu_position_calls() const { return cpu_position_calls_; }

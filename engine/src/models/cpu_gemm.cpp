@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <string>
+#include <vector>
 
 #if LORASCOPE_WITH_DNNL
 #include <dnnl.h>
