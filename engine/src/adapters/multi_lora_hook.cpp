@@ -120,9 +120,9 @@ void MultiLoraHook::add_delta(const models::LinearSite& site, const at::Tensor& 
 
 // Mixed-adapter decoding steps on the CPU: each adapter's factors are applied to its positions, a
 // few positions per read of the factors, with vector dot products, all in one parallel loop.
-// Per-adapter ATen products cost a
-// gather, two BLAS calls and a scatter each (hundreds of fixed costs per step); the stacked path
-// multiplies every position by every adapter (8x the arithmetic with W4's eight adapters).
+// Per-adapter ATen products cost a gather, two BLAS calls and a scatter each (hundreds of fixed
+// costs per step); the stacked path multiplies every position by every adapter (8x the arithmetic
+// with W4's eight adapters).
 bool MultiLoraHook::add_positions_cpu(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const {
     if (!x.device().is_cpu() || x.scalar_type() != at::kFloat || y.scalar_type() != at::kFloat || x.dim() != 3 ||
         y.dim() != 3 || x.stride(2) != 1 || y.stride(2) != 1)
