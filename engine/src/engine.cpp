@@ -479,7 +479,6 @@ void EngineImpl::prefill_pass(std::vector<std::unique_ptr<LiveRequest>> fresh, S
 void EngineImpl::prefill_encoder_decoder(std::vector<std::unique_ptr<LiveRequest>> fresh,
                                          const std::vector<std::vector<size_t>>& passes, StepStats& stats) {
     models::DecodeState joined;
-    bool any = false;
     std::vector<std::unique_ptr<LiveRequest>> started;
     std::vector<LiveRequest*> started_rows;
     for (const auto& pass : passes) {
@@ -494,11 +493,10 @@ void EngineImpl::prefill_encoder_decoder(std::vector<std::unique_ptr<LiveRequest
             auto batch = models::TokenBatch::from_rows(prompts, model_->pad_token_id(), model_->options().device());
             const adapters::MultiLoraHook hook = lora_hook(rows, &stats);
             models::DecodeState state = model_->start(batch, hook.empty() ? nullptr : &hook);
-            if (any) {
-                joined.concatenate(state);
-            } else {
+            if (started.empty()) {
                 joined = std::move(state);
-                any = true;
+            } else {
+                joined.concatenate(state);
             }
             for (auto& m : members) {
                 started_rows.push_back(m.get());
@@ -508,11 +506,10 @@ void EngineImpl::prefill_encoder_decoder(std::vector<std::unique_ptr<LiveRequest
             fail_rows(rows, std::string("prefill failed: ") + e.what());
         }
     }
-    if (!any) return;
+    if (started.empty()) return;
     try {
         const adapters::MultiLoraHook hook = lora_hook(started_rows, nullptr);  // counted per pass above
-        at::Tensor starts = at::full({joined.rows()}, model_->decoder_start_token_id(), at::TensorOptions().dtype(at::kLong));
-        at::Tensor logits = model_->decode_step(joined, starts.to(model_->options().device()), hook.empty() ? nullptr : &hook);
+        at::Tensor logits = model_->first_decoder_step(joined, hook.empty() ? nullptr : &hook);
         const auto order = choose_and_emit(logits, started_rows);
         if (!order.empty()) joined.filter(order);
         join_running(std::move(joined), std::move(started));

@@ -78,8 +78,7 @@ std::vector<int64_t> Model::eos_token_ids() const {
 std::pair<DecodeState, at::Tensor> Model::prefill(const TokenBatch& prompts, const LoraHook* lora) const {
     DecodeState state = start(prompts, lora);
     if (is_encoder_decoder()) {
-        at::Tensor starts = at::full({prompts.rows()}, decoder_start_token_id(), at::TensorOptions().dtype(at::kLong));
-        at::Tensor logits = forward(state, TokenBatch::single_tokens(starts), LogitsAt::LastValid, lora);
+        at::Tensor logits = first_decoder_step(state, lora);
         return {std::move(state), logits};
     }
     state.self_cache.reserve(prompts.ids.size(1));
@@ -94,6 +93,11 @@ void Model::init_common(const ModelConfig& config, const GenerationConfig& gener
     options_ = options;
     directory_ = std::move(directory);
     vocab_size_ = vocab_size;
+}
+
+at::Tensor Model::first_decoder_step(DecodeState& state, const LoraHook* lora) const {
+    at::Tensor starts = at::full({state.rows()}, decoder_start_token_id(), at::TensorOptions().dtype(at::kLong));
+    return forward(state, TokenBatch::single_tokens(starts), LogitsAt::LastValid, lora);
 }
 
 at::Tensor Model::decode_step(DecodeState& state, const at::Tensor& tokens, const LoraHook* lora) const {

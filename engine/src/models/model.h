@@ -78,6 +78,10 @@ public:
     // start() and the first forward(): decoder start tokens for seq2seq, the prompts for causal.
     // Returns the state and the [B, V] logits of the first generated token.
     std::pair<DecodeState, at::Tensor> prefill(const TokenBatch& prompts, const LoraHook* lora = nullptr) const;
+    // Seq2seq: the decoder's first step for every row of a state fresh from start() (the decoder
+    // start token) -> [B, V] logits. prefill() is start() and this; the engine calls it once for
+    // the states of several start() calls concatenated.
+    at::Tensor first_decoder_step(DecodeState& state, const LoraHook* lora = nullptr) const;
     // One step: tokens [B] (the last chosen token of each row) -> [B, V] logits.
     at::Tensor decode_step(DecodeState& state, const at::Tensor& tokens, const LoraHook* lora = nullptr) const;
 
