@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <map>
 
-#include "models/cpu_gemm.h"
 #include "models/dot.h"
 
 namespace lorascope::adapters {
@@ -68,7 +67,7 @@ const LoraStack::Site* LoraStack::site(int site_id) {
         offset += d->rank;
     }
     if (as.empty()) {
-        absent_[site_id] = true;
+        absent_.insert(site_id);
         return nullptr;
     }
     s.a = at::cat(as, 0).contiguous();
@@ -114,7 +113,10 @@ void MultiLoraHook::add_delta(const models::LinearSite& site, const at::Tensor& 
     const bool small = x.numel() / x.size(-1) <= kSmallCallPositions;
     // One adapter for the whole call is one pair of BLAS products already (add_grouped).
     if (small && cpu_loop_ && groups_.size() >= 2 && add_positions_cpu(site, x, y)) return;
-    if (small && stack_ && add_stacked(site, x, y)) return;
+    if (small && stack_) {
+        add_stacked(site, x, y);
+        return;
+    }
     add_grouped(site, x, y);
 }
 
@@ -192,41 +194,21 @@ void MultiLoraHook::add_grouped(const models::LinearSite& site, const at::Tensor
 // are zeroed, and one product by B_stack gives each row its own adapter's delta: the zeroed
 // columns add exact zeros. At decoding sizes the extra arithmetic is far cheaper than the fixed
 // cost of per-adapter products.
-bool MultiLoraHook::add_stacked(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const {
+void MultiLoraHook::add_stacked(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const {
     const LoraStack::Site* s = stack_->site(site.id);
-    if (!s) return true;  // no adapter of the batch targets this site
+    if (!s) return;  // no adapter of the batch targets this site
     const int64_t B = x.size(0), in = x.size(-1), positions = x.numel() / in, per_row = positions / B;
     const int64_t width = s->a.size(0);
-    at::Tensor h = models::affine(x.reshape({positions, in}), s->a).contiguous();  // [positions, sum r]
-    if (h.device().is_cpu() && h.scalar_type() == at::kFloat) {
-        // Zero each position's columns outside its adapter's block in place.
-        std::vector<int64_t> begin(static_cast<size_t>(B), 0), end(static_cast<size_t>(B), 0);  // base rows: none kept
-        for (const auto& g : groups_)
-            for (int64_t b : g.row_list) {
-                begin[static_cast<size_t>(b)] = s->offset[g.stack_index];
-                end[static_cast<size_t>(b)] = s->offset[g.stack_index] + s->rank[g.stack_index];
-            }
-        float* hp = h.data_ptr<float>();
-        for (int64_t p = 0; p < positions; ++p) {
-            float* row = hp + p * width;
-            const size_t b = static_cast<size_t>(p / per_row);
-            std::fill(row, row + begin[b], 0.0f);
-            std::fill(row + end[b], row + width, 0.0f);
-        }
-    } else {
-        at::Tensor mask = at::zeros({positions, width}, at::TensorOptions().dtype(at::kFloat));
-        float* m = mask.data_ptr<float>();
-        for (const auto& g : groups_) {
-            const int64_t offset = s->offset[g.stack_index], rank = s->rank[g.stack_index];
-            for (int64_t b : g.row_list)
-                for (int64_t t = 0; t < per_row; ++t) std::fill_n(m + (b * per_row + t) * width + offset, rank, 1.0f);
-        }
-        h.mul_(mask.to(h.options()));
+    at::Tensor mask = at::zeros({positions, width}, at::TensorOptions().dtype(at::kFloat));
+    float* m = mask.data_ptr<float>();
+    for (const auto& g : groups_) {
+        const int64_t offset = s->offset[g.stack_index], rank = s->rank[g.stack_index];
+        for (int64_t b : g.row_list)
+            for (int64_t t = 0; t < per_row; ++t) std::fill_n(m + (b * per_row + t) * width + offset, rank, 1.0f);
     }
-    // Straight into the layer's output (a column block of a fused projection) when it allows.
-    if (per_row == 1 && y.dim() == 3 && models::linear_cpu_accumulate(h, s->b, y.select(1, 0))) return true;
+    at::Tensor h = models::affine(x.reshape({positions, in}), s->a);  // [positions, sum r]
+    h.mul_(mask.to(h.options()));
     y.add_(models::affine(h, s->b).view(y.sizes()));
-    return true;
 }
 
 }  // namespace lorascope::adapters

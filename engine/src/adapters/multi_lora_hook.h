@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "adapters/lora_weights.h"
@@ -40,7 +41,7 @@ private:
     std::vector<const LoraWeights*> set_;                  // sorted by address
     std::vector<std::weak_ptr<const LoraWeights>> bound_;  // what the stacks were built from
     std::unordered_map<int, Site> sites_;
-    std::unordered_map<int, bool> absent_;
+    std::unordered_set<int> absent_;       // sites no adapter of the set targets
     int64_t bytes_ = 0;
 };
 
@@ -83,7 +84,7 @@ private:
         size_t stack_index = 0;  // this adapter's index in the bound LoraStack
     };
     void add_grouped(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const;
-    bool add_stacked(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const;
+    void add_stacked(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const;
     bool add_positions_cpu(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const;
 
     std::vector<Group> groups_;

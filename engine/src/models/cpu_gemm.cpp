@@ -66,26 +66,4 @@ at::Tensor linear_cpu(const at::Tensor& x, const at::Tensor& weight, const at::T
 #endif
 }
 
-bool linear_cpu_accumulate(const at::Tensor& x, const at::Tensor& weight, at::Tensor y) {
-#if LORASCOPE_WITH_DNNL
-    if (!cpu_gemm_applies(x, weight) || x.dim() != 2 || y.dim() != 2 || y.scalar_type() != at::kFloat ||
-        !y.device().is_cpu())
-        return false;
-    const int64_t M = x.size(0), K = weight.size(1), N = weight.size(0);
-    if (y.size(0) != M || y.size(1) != N || x.stride(1) != 1 || y.stride(1) != 1) return false;
-    if (M == 0 || N == 0) return true;
-    const int64_t lda = M > 1 ? x.stride(0) : K, ldc = M > 1 ? y.stride(0) : N;
-    if (lda < K || ldc < N) return false;
-    const dnnl_status_t status = dnnl_sgemm('N', 'T', M, N, K, 1.0f, x.data_ptr<float>(), lda, weight.data_ptr<float>(), K,
-                                            1.0f, y.data_ptr<float>(), ldc);
-    TORCH_CHECK(status == dnnl_success, "oneDNN sgemm failed (status ", static_cast<int>(status), ")");
-    return true;
-#else
-    (void)x;
-    (void)weight;
-    (void)y;
-    return false;
-#endif
-}
-
 }  // namespace lorascope::models

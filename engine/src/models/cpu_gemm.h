@@ -19,12 +19,6 @@ bool cpu_gemm_applies(const at::Tensor& x, const at::Tensor& weight);
 // bias [out] or undefined. Returns a new contiguous [..., out] tensor.
 at::Tensor linear_cpu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
-// y += x W^T in place: x [M, in] with a contiguous last dimension, weight [out, in] contiguous,
-// y [M, out] with a contiguous last dimension and any row stride (a column block of a fused
-// projection's output). False, with y untouched, when cpu_gemm_applies() does not hold or the
-// layouts do not fit; the caller then adds by other means.
-bool linear_cpu_accumulate(const at::Tensor& x, const at::Tensor& weight, at::Tensor y);
-
 // Which backend the CPU linears use in this process: "onednn" or "aten".
 const char* cpu_gemm_backend();
 
