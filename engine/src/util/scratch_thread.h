@@ -20,28 +20,17 @@ namespace lorascope::util {
 template <class F>
 auto run_on_scratch_thread(F&& work) -> std::invoke_result_t<F&> {
     using R = std::invoke_result_t<F&>;
+    std::optional<R> result;
     std::exception_ptr error;
-    if constexpr (std::is_void_v<R>) {
-        std::thread([&] {
-            try {
-                work();
-            } catch (...) {
-                error = std::current_exception();
-            }
-        }).join();
-        if (error) std::rethrow_exception(error);
-    } else {
-        std::optional<R> result;
-        std::thread([&] {
-            try {
-                result.emplace(work());
-            } catch (...) {
-                error = std::current_exception();
-            }
-        }).join();
-        if (error) std::rethrow_exception(error);
-        return std::move(*result);
-    }
+    std::thread([&] {
+        try {
+            result.emplace(work());
+        } catch (...) {
+            error = std::current_exception();
+        }
+    }).join();
+    if (error) std::rethrow_exception(error);
+    return std::move(*result);
 }
 
 }  // namespace lorascope::util
