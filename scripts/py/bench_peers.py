@@ -150,6 +150,9 @@ def run_workload(ctx, name):
     # Each repetition runs every system once, in turn, so that a slow spell of the machine spreads
     # over the systems instead of landing on one of them.
     runs = {}
+    if ctx.repeat > 1:
+        notes.append(f"{ctx.repeat} runs per system, interleaved; each row is the run with the median tokens/s, "
+                     "the range of all runs in brackets")
     if w.get("poisson"):
         rate = ctx.w5_rate
         if rate is None:
@@ -182,15 +185,12 @@ def run_workload(ctx, name):
             runs.setdefault("ct2", []).append(run_peer(ctx, name, "ct2", family, model_dir, ct2_dir, rows, new_tokens))
     results = [median_run(v) for v in runs.values()]
     if name == "W1" and "ours" in runs:
-        ctx.w1_ours.append(results[0])
+        ctx.w1_ours.append(next(r for r in results if r["system"] == "ours"))
     if "hf" in systems and adapters:
         notes.append("HF + PEFT 0.13.2: one adapter at a time (batches of one adapter's rows); PEFT's "
                      "mixed-adapter generate(adapter_names=...) needs torch >= 2.0 hooks, Debian's torch is 1.13")
     if "ct2" in systems and adapters:
         notes.append("CTranslate2: no runtime LoRA (adapters must be merged into one model each), not run")
-    if ctx.repeat > 1:
-        notes.append(f"{ctx.repeat} runs per system, interleaved; each row is the run with the median tokens/s, "
-                     "the range of all runs in brackets")
     return {"workload": name, "what": w["what"], "family": family, "prompts": count, "new_tokens": new_tokens,
             "results": results, "notes": notes}
 
