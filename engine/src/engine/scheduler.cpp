@@ -89,7 +89,8 @@ bool RequestScheduler::pin_adapter(LiveRequest& r) {
 }
 
 std::string RequestScheduler::rejection(const LiveRequest& r) const {
-    const auto d = r.demand();
+    auto d = r.demand();
+    d.kv_blocks = r.kv_blocks_needed(model_.is_encoder_decoder());
     if (d.rows > limits_.max_batch_size)
         return "request needs " + std::to_string(d.rows) + " batch rows (num_beams), more than the engine's max_batch_size (" +
                std::to_string(limits_.max_batch_size) + ")";
