@@ -91,7 +91,7 @@ private:
 
 std::vector<std::string> engine_option_names() {
     return {"model", "threads", "device", "dtype", "max-batch-size", "max-batch-tokens", "adapter",
-            "adapter-memory-budget", "profile"};
+            "adapter-memory-budget", "kv-cache-mb", "prefill-budget", "profile"};
 }
 
 EngineOptions engine_options_from(const Args& args) {
@@ -105,6 +105,12 @@ EngineOptions engine_options_from(const Args& args) {
     options.adapter_memory_budget = args.get_int("adapter-memory-budget", 0);
     if (options.adapter_memory_budget < 0)
         throw Error(ErrorKind::InvalidArgument, "--adapter-memory-budget must be >= 0 (bytes; 0 = unlimited)");
+    options.kv_cache_mb = args.get_int("kv-cache-mb", 0);
+    if (options.kv_cache_mb < 0)
+        throw Error(ErrorKind::InvalidArgument, "--kv-cache-mb must be >= 0 (MiB; 0 = from the model and free memory)");
+    options.prefill_budget_tokens = args.get_int("prefill-budget", options.prefill_budget_tokens);
+    if (options.prefill_budget_tokens < 0)
+        throw Error(ErrorKind::InvalidArgument, "--prefill-budget must be >= 0 (prompt tokens per step; 0 = no limit)");
     if (options.threads < 0) throw Error(ErrorKind::InvalidArgument, "--threads must be >= 0");
     if (options.max_batch_size < 1) throw Error(ErrorKind::InvalidArgument, "--max-batch-size must be >= 1");
     if (options.max_batch_tokens < 1) throw Error(ErrorKind::InvalidArgument, "--max-batch-tokens must be >= 1");
