@@ -71,77 +71,152 @@ void BatchRunner::step(StepStats& stats) {
 
 void BatchRunner::prefill(StepStats& stats) {
     if (prefilling_.empty()) return;
-    const bool seq2seq = model_.is_encoder_decoder();
+    if (model_.is_encoder_decoder()) {
+        prefill_encoders(stats);
+        return;
+    }
     std::vector<int64_t> remaining;
     for (const auto& r : prefilling_) {
         const int64_t prompt = static_cast<int64_t>(r->prompt_ids.size());
-        if (r->finished) remaining.push_back(0);
-        else if (seq2seq) remaining.push_back(r->encoded ? 0 : prompt);
-        else remaining.push_back(prompt - 1 - r->prefilled);  // the last token is fed by the first decode step
+        // The last prompt token is fed by the request's first decoding step.
+        remaining.push_back(r->finished ? 0 : prompt - 1 - r->prefilled);
     }
-    const auto plan = scheduler::plan_prefill(remaining, !seq2seq, prefill_budget_, prefill_budget_);
+    const auto plan = scheduler::plan_prefill(remaining, /*chunked=*/true, prefill_budget_, prefill_budget_);
     stats.prefill_tokens_deferred += plan.deferred;
     if (plan.pieces.empty()) return;
-    if (seq2seq) {
-        std::vector<int64_t> lengths, rows;
-        for (const auto& p : plan.pieces) {
-            lengths.push_back(p.tokens);
-            rows.push_back(1);  // beams share their request's encoder memory
-        }
-        for (const auto& pass : scheduler::prefill_groups(lengths, rows, kPrefillPassTokens)) {
-            std::vector<LiveRequest*> group;
-            for (size_t i : pass) group.push_back(prefilling_[plan.pieces[i].index].get());
-            encode(group, stats);
-        }
-        return;
-    }
     std::vector<std::pair<LiveRequest*, int64_t>> pieces;
     for (const auto& p : plan.pieces) pieces.emplace_back(prefilling_[p.index].get(), p.tokens);
     prefill_chunks(pieces, stats);
 }
 
-// One encoder pass over `group`; when it fails, halves of it are tried until the request that
-// fails is found: it ends with the error, the others are encoded.
-void BatchRunner::encode(const std::vector<LiveRequest*>& group, StepStats& stats) {
-    std::vector<RequestId> ids;
+// An encoder pass cannot be cut along its prompt (its attention is bidirectional), but it can be
+// cut along its layers: a step runs as many units (layers) of the front jobs as the budget pays
+// for, at least one, so that a long prompt delays the decoding rows by a few layers' worth per
+// step instead of a whole encoder. The budget is in prompt tokens through the whole encoder
+// (tokens x units); a job's numbers do not depend on how its units are spread over steps.
+void BatchRunner::prefill_encoders(StepStats& stats) {
+    const int64_t units = model_.encoder_units();
+    const bool limited = prefill_budget_ > 0;
+    int64_t budget = limited ? prefill_budget_ * units : INT64_MAX;
+    double done = 0, padded = 0;
+    bool progressed = false;
+    while (budget > 0) {
+        if (encoding_.empty()) start_encode_jobs(limited ? budget / units : 0);
+        if (encoding_.empty()) break;
+        EncodeJob& job = encoding_.front();
+        const int64_t left = units - job.work.done;
+        int64_t n = std::min(left, job.cost > 0 ? budget / job.cost : left);
+        if (n == 0) {
+            if (progressed) break;
+            n = 1;  // at least one unit per step
+        }
+        const int64_t cost = job.cost, real = job.real;
+        progressed = true;
+        budget -= n * cost;
+        if (!advance_job(n, stats)) continue;
+        done += static_cast<double>(n * real) / static_cast<double>(units);
+        padded += static_cast<double>(n * (cost - real)) / static_cast<double>(units);
+    }
+    stats.prefill_tokens += static_cast<int64_t>(done + 0.5);
+    stats.padded_tokens += static_cast<int64_t>(padded + 0.5);
+    int64_t deferred = 0;
+    for (const auto& job : encoding_) deferred += job.real * (units - job.work.done) / units;
+    for (const auto& r : prefilling_)
+        if (!r->finished && !r->encoded && !r->encoding) deferred += static_cast<int64_t>(r->prompt_ids.size());
+    stats.prefill_tokens_deferred += deferred;
+}
+
+// New jobs from the requests not yet encoding, first come first served, while their prompts fit
+// `budget_tokens` (at least one; 0: all), grouped by length so that little is padded.
+void BatchRunner::start_encode_jobs(int64_t budget_tokens) {
+    std::vector<LiveRequest*> picked;
+    std::vector<int64_t> lengths, rows;
+    int64_t tokens = 0;
+    for (const auto& r : prefilling_) {
+        if (r->finished || r->encoded || r->encoding) continue;
+        const int64_t n = static_cast<int64_t>(r->prompt_ids.size());
+        if (!picked.empty() && budget_tokens > 0 && tokens + n > budget_tokens) break;
+        picked.push_back(r.get());
+        lengths.push_back(n);
+        rows.push_back(1);  // beams share their request's encoder memory
+        tokens += n;
+    }
+    for (const auto& pass : scheduler::prefill_groups(lengths, rows, kPrefillPassTokens)) {
+        std::vector<LiveRequest*> members;
+        for (size_t i : pass) members.push_back(picked[i]);
+        try {
+            encoding_.push_back(make_job(members));
+        } catch (const std::exception& e) {
+            for (auto* r : members) r->finish(FinishReason::Error, "prefill failed: " + what(e));
+        }
+    }
+}
+
+BatchRunner::EncodeJob BatchRunner::make_job(std::vector<LiveRequest*> members) const {
+    EncodeJob job;
     std::vector<std::vector<int64_t>> prompts;
     std::vector<std::shared_ptr<const adapters::LoraWeights>> weights;
     int64_t longest = 0;
-    for (auto* r : group) {
-        ids.push_back(r->id);
+    for (auto* r : members) {
         prompts.push_back(r->prompt_ids);
         weights.push_back(r->adapter.weights());
         longest = std::max<int64_t>(longest, static_cast<int64_t>(r->prompt_ids.size()));
+        job.real += static_cast<int64_t>(r->prompt_ids.size());
     }
+    job.cost = longest * static_cast<int64_t>(members.size());
+    job.hook = std::make_unique<adapters::MultiLoraHook>(weights, model_.options().device());
+    job.work = model_.begin_encoder(models::TokenBatch::from_rows(prompts, model_.pad_token_id(), model_.options().device()));
+    for (auto* r : members) r->encoding = true;
+    job.members = std::move(members);
+    return job;
+}
+
+// A job that fails is retried from scratch as two jobs of half its members each, down to the one
+// request that fails, which ends with the error; the others are encoded as if nothing happened.
+bool BatchRunner::advance_job(int64_t units, StepStats& stats) {
+    EncodeJob& job = encoding_.front();
+    const models::LoraHook* hook = job.hook->empty() ? nullptr : job.hook.get();
+    std::vector<RequestId> ids;
+    for (auto* r : job.members) ids.push_back(r->id);
     try {
         fault_point(FaultPoint::Prefill, ids);
-        const auto batch = models::TokenBatch::from_rows(prompts, model_.pad_token_id(), model_.options().device());
-        const adapters::MultiLoraHook hook(weights, model_.options().device());
-        models::DecodeState encoded = model_.start(batch, hook.empty() ? nullptr : &hook, pool_);
-        for (size_t i = 0; i < group.size(); ++i) {
-            group[i]->cache = encoded.take(static_cast<int64_t>(i), 1);
-            group[i]->encoded = true;
+        if (job.work.done + units < model_.encoder_units()) {
+            model_.run_encoder(job.work, units, hook);
+            return true;
         }
+        models::DecodeState encoded = model_.finish_encoder(job.work, hook, pool_);
+        const int64_t position_bytes = pool_->bytes_per_block() / pool_->block_size();
+        for (size_t i = 0; i < job.members.size(); ++i) {
+            LiveRequest& r = *job.members[i];
+            r.cache = encoded.take(static_cast<int64_t>(i), 1);
+            r.encoded = true;
+            r.encoding = false;
+            stats.cache_bytes_prefilled += static_cast<int64_t>(r.prompt_ids.size()) * position_bytes;
+        }
+        encoding_.pop_front();
+        return true;
     } catch (const std::exception& e) {
-        if (group.size() == 1) {
-            group[0]->finish(FinishReason::Error, "prefill failed: " + what(e));
-            return;
+        std::vector<LiveRequest*> members = std::move(job.members);
+        encoding_.pop_front();
+        for (auto* r : members) r->encoding = false;
+        if (members.size() == 1) {
+            members[0]->finish(FinishReason::Error, "prefill failed: " + what(e));
+            return false;
         }
-        const auto mid = group.begin() + static_cast<std::ptrdiff_t>(group.size() / 2);
-        encode(std::vector<LiveRequest*>(group.begin(), mid), stats);
-        encode(std::vector<LiveRequest*>(mid, group.end()), stats);
-        return;
-    }
-    const int64_t position_bytes = pool_->bytes_per_block() / pool_->block_size();
-    for (const auto& p : prompts) {
-        stats.prefill_tokens += static_cast<int64_t>(p.size());
-        stats.padded_tokens += longest - static_cast<int64_t>(p.size());
-        stats.cache_bytes_prefilled += static_cast<int64_t>(p.size()) * position_bytes;
+        const auto mid = members.begin() + static_cast<std::ptrdiff_t>(members.size() / 2);
+        try {
+            encoding_.push_front(make_job(std::vector<LiveRequest*>(mid, members.end())));
+            encoding_.push_front(make_job(std::vector<LiveRequest*>(members.begin(), mid)));
+        } catch (const std::exception& again) {
+            for (auto* r : members)
+                if (!r->encoding) r->finish(FinishReason::Error, "prefill failed: " + what(again));
+        }
+        return false;
     }
 }
 
 // One pass over the next prompt chunk of each of `pieces`' requests (decoder-only models), rows of
-// different cache lengths side by side; halved on failure like encode().
+// different cache lengths side by side; halved on failure like an encoder job.
 void BatchRunner::prefill_chunks(const std::vector<std::pair<LiveRequest*, int64_t>>& pieces, StepStats& stats) {
     std::vector<RequestId> ids;
     std::vector<std::vector<int64_t>> chunks;
@@ -320,7 +395,7 @@ void BatchRunner::drop_finished() {
         running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
     }
     for (auto it = prefilling_.begin(); it != prefilling_.end();) {
-        if ((*it)->finished) {
+        if ((*it)->finished && !(*it)->encoding) {  // an encoder job still points at it
             retire(**it);
             it = prefilling_.erase(it);
         } else {
@@ -343,6 +418,7 @@ void BatchRunner::finish_all(FinishReason reason, const std::string& error) {
         if (!r->finished) r->finish(reason, error);
     for (auto& r : prefilling_)
         if (!r->finished) r->finish(reason, error);
+    encoding_.clear();
     for (auto& r : running_) retire(*r);
     for (auto& r : prefilling_) retire(*r);
     running_.clear();

@@ -47,8 +47,22 @@ public:
     int64_t lora_stack_bytes() const { return lora_stack_.bytes(); }
 
 private:
+    // Seq2seq: encoder passes as jobs that run some of their units (layers) per step.
+    struct EncodeJob {
+        std::vector<LiveRequest*> members;   // owned by prefilling_, which keeps them until the job ends
+        models::Model::EncoderWork work;
+        std::unique_ptr<adapters::MultiLoraHook> hook;  // holds the members' adapter weights
+        int64_t cost = 0;                    // padded positions of one unit: rows x longest prompt
+        int64_t real = 0;                    // of which prompt tokens
+    };
+
     void prefill(StepStats& stats);
-    void encode(const std::vector<LiveRequest*>& group, StepStats& stats);
+    void prefill_encoders(StepStats& stats);
+    void start_encode_jobs(int64_t budget_tokens);
+    EncodeJob make_job(std::vector<LiveRequest*> members) const;
+    // Runs `units` units of the front job; false when it failed (its members were retried as two
+    // jobs or, alone, failed with the error).
+    bool advance_job(int64_t units, StepStats& stats);
     void prefill_chunks(const std::vector<std::pair<LiveRequest*, int64_t>>& pieces, StepStats& stats);
     void join_ready();
     void decode(StepStats& stats);
@@ -64,6 +78,7 @@ private:
     std::vector<std::unique_ptr<LiveRequest>> running_;
     models::DecodeState state_;
     std::deque<std::unique_ptr<LiveRequest>> prefilling_;
+    std::deque<EncodeJob> encoding_;
     // Stacked adapter factors for mixed-adapter decoding steps, kept while the set of adapters in
     // the batch stays the same.
     adapters::LoraStack lora_stack_;

@@ -66,6 +66,7 @@ struct LiveRequest {
     models::DecodeState cache;
     int64_t prefilled = 0;
     bool encoded = false;
+    bool encoding = false;             // in an encoder job (engine/batch_runner.h)
     bool joined_this_step = false;
     // An evicted adapter being reloaded off the engine thread (the request waits meanwhile).
     std::shared_ptr<struct AdapterLoad> adapter_load;

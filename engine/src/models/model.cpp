@@ -65,6 +65,18 @@ std::vector<int64_t> Model::eos_token_ids() const {
     return {config_.bloom().eos_token_id};
 }
 
+Model::EncoderWork Model::begin_encoder(const TokenBatch&) const {
+    throw Error(ErrorKind::Internal, directory_, "a decoder-only model has no encoder");
+}
+
+void Model::run_encoder(EncoderWork&, int64_t, const LoraHook*) const {
+    throw Error(ErrorKind::Internal, directory_, "a decoder-only model has no encoder");
+}
+
+DecodeState Model::finish_encoder(EncoderWork&, const LoraHook*, std::shared_ptr<KvPool>) const {
+    throw Error(ErrorKind::Internal, directory_, "a decoder-only model has no encoder");
+}
+
 std::shared_ptr<KvPool> Model::make_pool(int64_t blocks, bool growable) const {
     return std::make_shared<KvPool>(cache_shape_, blocks, options_, growable);
 }

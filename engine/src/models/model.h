@@ -67,6 +67,23 @@ public:
     virtual DecodeState start(const TokenBatch& prompts, const LoraHook* lora = nullptr,
                               std::shared_ptr<KvPool> pool = nullptr) const = 0;
 
+    // Seq2seq: the encoder as resumable work, so that an engine step can run part of it (a few of
+    // its layers) and decoding rows never wait for a whole encoder pass. start() is begin_encoder,
+    // every unit of run_encoder and finish_encoder. Units: one per encoder layer, and one for the
+    // final norm and the decoder layers' cross K/V projections. Decoder-only models have no units.
+    struct EncoderWork {
+        TokenBatch prompts;
+        at::Tensor hidden;        // [B, S, d] after `done` layers
+        at::Tensor bias;          // padding (+ T5 position) bias of the encoder's self-attention
+        int64_t done = 0;
+    };
+    virtual int64_t encoder_units() const { return 0; }
+    virtual EncoderWork begin_encoder(const TokenBatch& prompts) const;
+    // Runs up to `units` more units (not the last one, which finish_encoder runs).
+    virtual void run_encoder(EncoderWork& work, int64_t units, const LoraHook* lora = nullptr) const;
+    virtual DecodeState finish_encoder(EncoderWork& work, const LoraHook* lora = nullptr,
+                                       std::shared_ptr<KvPool> pool = nullptr) const;
+
     // Feeds decoder tokens [B, T] (row b valid in [0, lengths[b]), appended after its cached tokens),
     // grows the cache and returns fp32 logits: [B, V] at each row's last valid token, or [B, T, V].
     virtual at::Tensor forward(DecodeState& state, const TokenBatch& tokens, LogitsAt which,

@@ -162,7 +162,7 @@ at::Tensor Seq2SeqLM::t5_bias(const at::Tensor& relative, bool decoder) const {
     return values.permute({0, 3, 1, 2});  // [B, T, L, H] -> [B, H, T, L]
 }
 
-DecodeState Seq2SeqLM::start(const TokenBatch& prompts, const LoraHook* lora, std::shared_ptr<KvPool> pool) const {
+Model::EncoderWork Seq2SeqLM::begin_encoder(const TokenBatch& prompts) const {
     const int64_t B = prompts.rows(), S = prompts.ids.size(1);
     for (int64_t n : prompts.lengths)
         if (n < 1 || n > S) throw Error(ErrorKind::InvalidArgument, "every encoder input needs 1.." + std::to_string(S) + " tokens");
@@ -170,10 +170,12 @@ DecodeState Seq2SeqLM::start(const TokenBatch& prompts, const LoraHook* lora, st
         throw Error(ErrorKind::InvalidArgument, directory_,
                     "input of " + std::to_string(S) + " tokens exceeds max_position_embeddings " +
                         std::to_string(encoder_positions_.size(0) - 2));
+    EncoderWork work;
+    work.prompts = prompts;
     const at::Tensor ids = prompts.ids.to(options_.device());
     const auto long_opts = at::TensorOptions().dtype(at::kLong).device(options_.device());
     at::Tensor positions = at::arange(S, long_opts).unsqueeze(0).expand({B, S});
-    at::Tensor h = embed(ids, positions, /*decoder=*/false);
+    work.hidden = embed(ids, positions, /*decoder=*/false);
     at::Tensor bias = padding_mask(prompts.lengths, S, options_);
     if (t5_) {
         at::Tensor slots = at::arange(S, long_opts);
@@ -181,20 +183,37 @@ DecodeState Seq2SeqLM::start(const TokenBatch& prompts, const LoraHook* lora, st
         at::Tensor position = t5_bias(relative, /*decoder=*/false);                      // [1, H, S, S]
         bias = bias.defined() ? position + bias : position;
     }
-    for (const auto& blk : encoder_) h = blk.forward(h, bias, nullptr, 0, lora);
-    if (t5_) h = encoder_final_norm_.forward(h);
+    work.bias = bias;
+    return work;
+}
 
+void Seq2SeqLM::run_encoder(EncoderWork& work, int64_t units, const LoraHook* lora) const {
+    const int64_t layers = static_cast<int64_t>(encoder_.size());
+    for (int64_t i = 0; i < units && work.done < layers; ++i, ++work.done)
+        work.hidden = encoder_[static_cast<size_t>(work.done)].forward(work.hidden, work.bias, nullptr, 0, lora);
+}
+
+DecodeState Seq2SeqLM::finish_encoder(EncoderWork& work, const LoraHook* lora, std::shared_ptr<KvPool> pool) const {
+    run_encoder(work, encoder_units(), lora);
+    at::Tensor h = t5_ ? encoder_final_norm_.forward(work.hidden) : work.hidden;
     std::vector<at::Tensor> keys, values;
     for (const auto& blk : decoder_) {
         auto kv = blk.cross_attn.project_memory(h, lora);
         keys.push_back(std::move(kv.first));
         values.push_back(std::move(kv.second));
     }
+    const int64_t B = work.prompts.rows(), S = work.prompts.ids.size(1);
     if (!pool) pool = make_pool(B * ((S + KvPool::kBlockSize - 1) / KvPool::kBlockSize + 2), /*growable=*/true);
     DecodeState state(std::move(pool));
     for (int64_t b = 0; b < B; ++b) state.add_row();
-    state.write_cross(0, prompts.lengths, keys, values);
+    state.write_cross(0, work.prompts.lengths, keys, values);
+    work.done = encoder_units();
     return state;
+}
+
+DecodeState Seq2SeqLM::start(const TokenBatch& prompts, const LoraHook* lora, std::shared_ptr<KvPool> pool) const {
+    EncoderWork work = begin_encoder(prompts);
+    return finish_encoder(work, lora, std::move(pool));
 }
 
 at::Tensor Seq2SeqLM::forward(DecodeState& state, const TokenBatch& tokens, LogitsAt which, const LoraHook* lora) const {

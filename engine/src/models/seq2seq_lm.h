@@ -19,6 +19,11 @@ public:
 
     DecodeState start(const TokenBatch& prompts, const LoraHook* lora = nullptr,
                       std::shared_ptr<KvPool> pool = nullptr) const override;
+    int64_t encoder_units() const override { return static_cast<int64_t>(encoder_.size()) + 1; }
+    EncoderWork begin_encoder(const TokenBatch& prompts) const override;
+    void run_encoder(EncoderWork& work, int64_t units, const LoraHook* lora = nullptr) const override;
+    DecodeState finish_encoder(EncoderWork& work, const LoraHook* lora = nullptr,
+                               std::shared_ptr<KvPool> pool = nullptr) const override;
     at::Tensor forward(DecodeState& state, const TokenBatch& tokens, LogitsAt which,
                        const LoraHook* lora = nullptr) const override;
 
