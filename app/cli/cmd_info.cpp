@@ -14,7 +14,7 @@
 #include "commands.h"
 #include "io/peft.h"
 #include "io/safetensors.h"
-#include "io/weights_torch.h"
+#include "weights/weight_store.h"
 #include "lorascope/adapter.h"
 #include "lorascope/config.h"
 #include "lorascope/error.h"

@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "lorascope/error.h"
-#include "util/kernel_profile.h"
+#include "runtime/kernel_profile.h"
 
 namespace lorascope::cli {
 

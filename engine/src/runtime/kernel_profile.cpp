@@ -1,4 +1,4 @@
-#include "util/kernel_profile.h"
+#include "runtime/kernel_profile.h"
 
 #include <ATen/ATen.h>
 #include <torch/version.h>
