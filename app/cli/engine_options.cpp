@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "lorascope/error.h"
-#include "util/kernel_profile.h"
+#include "lorascope/kernel_profile.h"
 
 namespace lorascope::cli {
 
@@ -36,7 +36,7 @@ public:
     ~ProfiledEngine() override {
         try {
             inner_->wait_idle();
-            const util::KernelCounts counts = profile_.stop();
+            const KernelCounts counts = profile_.stop();
             int64_t steps = 0;
             {
                 std::lock_guard<std::mutex> lock(mutex_);
@@ -81,7 +81,7 @@ public:
 private:
     std::unique_ptr<Engine> inner_;
     std::string path_;
-    util::KernelProfile profile_;
+    KernelProfile profile_;
     std::mutex mutex_;
     std::function<void(const StepStats&)> listener_;
     int64_t steps_ = 0;
@@ -119,7 +119,7 @@ EngineOptions engine_options_from(const Args& args) {
 
 std::unique_ptr<Engine> create_engine_with_adapters(const Args& args, const EngineOptions& options) {
     const std::string profile_path = args.get_or("profile", "");
-    if (!profile_path.empty() && !util::KernelProfile::available())
+    if (!profile_path.empty() && !KernelProfile::available())
         throw Error(ErrorKind::Unsupported, "--profile needs a LibTorch 2.x build (Kineto profiler); this one has none");
     std::unique_ptr<Engine> engine = Engine::create(options);
     for (const auto& spec : args.all("adapter")) {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "adapters/lora_weights.h"
-#include "io/weights_torch.h"
+#include "weights/weight_store.h"
 #include "lorascope/engine.h"
 #include "models/model.h"
 

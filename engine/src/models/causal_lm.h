@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "io/weights_torch.h"
+#include "weights/weight_store.h"
 #include "models/model.h"
 #include "models/transformer_block.h"
 

@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "io/weights_torch.h"
+#include "weights/weight_store.h"
 #include "models/model.h"
 #include "models/transformer_block.h"
 
