@@ -104,7 +104,8 @@ struct EngineOptions {
     // Prompt work per step at most, in prompt tokens: decoder-only prompts are prefilled in chunks
     // of this many tokens, and seq2seq encoder passes run this many tokens' worth of encoder layers
     // per step (at least one layer), so that running rows keep decoding while newcomers are
-    // prefilled. <= 0: no limit (every newcomer is prefilled whole in the step it joins).
+    // prefilled. The limit applies while rows decode; with none, newcomers are prefilled at once.
+    // <= 0: no limit (every newcomer is prefilled whole in the step it joins).
     // 64, an estimate for two CPU cores: 64 tokens through t5-small's encoder are ~2.6 GFLOP, ~20 ms
     // at the ~130 GFLOP/s its prefill products reach here, about one decoding step of a batch of
     // 32 (36 ms measured), so a step that prefills stays within ~2x of one that does not. Raise it

@@ -69,6 +69,11 @@ void BatchRunner::step(StepStats& stats) {
 
 // ------------------------------------------------------------------------------------- prefill
 
+// The budget protects decoding rows from waiting on prefill; with none running, nobody waits, and
+// newcomers are best served by prefilling them all at once (requests submitted together, such as
+// a comparison's columns, then join the batch in the same step).
+int64_t BatchRunner::step_budget() const { return running_.empty() ? 0 : prefill_budget_; }
+
 void BatchRunner::prefill(StepStats& stats) {
     if (prefilling_.empty()) return;
     if (model_.is_encoder_decoder()) {
@@ -81,7 +86,9 @@ void BatchRunner::prefill(StepStats& stats) {
         // The last prompt token is fed by the request's first decoding step.
         remaining.push_back(r->finished ? 0 : prompt - 1 - r->prefilled);
     }
-    const auto plan = scheduler::plan_prefill(remaining, /*chunked=*/true, prefill_budget_, prefill_budget_);
+    // Chunks are always prefill_budget_ tokens (a request's numbers must not depend on whether
+    // others were decoding); how many run per step is limited only while rows decode.
+    const auto plan = scheduler::plan_prefill(remaining, /*chunked=*/true, prefill_budget_, step_budget());
     stats.prefill_tokens_deferred += plan.deferred;
     if (plan.pieces.empty()) return;
     std::vector<std::pair<LiveRequest*, int64_t>> pieces;
@@ -96,8 +103,8 @@ void BatchRunner::prefill(StepStats& stats) {
 // (tokens x units); a job's numbers do not depend on how its units are spread over steps.
 void BatchRunner::prefill_encoders(StepStats& stats) {
     const int64_t units = model_.encoder_units();
-    const bool limited = prefill_budget_ > 0;
-    int64_t budget = limited ? prefill_budget_ * units : INT64_MAX;
+    const bool limited = step_budget() > 0;
+    int64_t budget = limited ? step_budget() * units : INT64_MAX;
     double done = 0, padded = 0;
     bool progressed = false;
     while (budget > 0) {

@@ -56,6 +56,7 @@ private:
         int64_t real = 0;                    // of which prompt tokens
     };
 
+    int64_t step_budget() const;
     void prefill(StepStats& stats);
     void prefill_encoders(StepStats& stats);
     void start_encode_jobs(int64_t budget_tokens);
