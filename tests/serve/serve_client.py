@@ -346,7 +346,12 @@ def run_auth_and_drain(url, token):
         if first:
             print("streaming", flush=True)
             first = False
-            time.sleep(0.5)   # the signal arrives while the request runs (10000 tokens: about 4 s)
+            # The signal arrives while the request runs (10000 tokens: about 4 s on an idle machine);
+            # /health turns 503 once the server drains.
+            deadline = time.monotonic() + 60
+            while requests.get(url + "/health", timeout=10).status_code != 503:
+                check(time.monotonic() < deadline, "/health never reported the drain")
+                time.sleep(0.02)
             r = post_raw(url, "/generate", body, good)
             expect_error(r, 503, "unavailable", "shutting down", "a request during the drain")
         if ev.generated_text is not None:
