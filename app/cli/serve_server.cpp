@@ -451,7 +451,6 @@ void LoraxServer::install_routes() {
         auto metrics = metrics_;
         Engine* engine = &engine_;
         const auto created = static_cast<int64_t>(std::time(nullptr));
-        const std::string model_id = model_.model_id;
         auto openai_chunk = [st, completion_id, created](const std::string& text, const TokenEvent* token,
                                                          const FinishEvent* finish) {
             json choice = {{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
@@ -469,7 +468,6 @@ void LoraxServer::install_routes() {
             }
             return chunk;
         };
-        (void)model_id;
         res.set_chunked_content_provider(
             "text/event-stream",
             [st, stopping, metrics, engine, openai, openai_chunk](size_t, httplib::DataSink& out) {
