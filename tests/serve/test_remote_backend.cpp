@@ -8,6 +8,8 @@
 #include <QNetworkAccessManager>
 #include <QNetworkReply>
 #include <QTcpServer>
+#include <QTcpSocket>
+#include <QThread>
 #include <QTemporaryDir>
 
 #include <nlohmann/json.hpp>
@@ -130,6 +132,90 @@ int free_port() {
     QTcpServer probe;
     probe.listen(QHostAddress::LocalHost, 0);
     return probe.serverPort();
+}
+
+// A misbehaving LoRAX server on its own thread (the engine's creation blocks the caller): /info
+// answers properly, /generate_stream as `mode` says.
+class FakeServer : public QTcpServer {
+public:
+    enum Mode { MalformedEvent, DropMidStream, SilentAfterFirstToken, Unavailable };
+    explicit FakeServer(Mode mode) : mode_(mode) {}
+    Mode mode_;
+    std::vector<QTcpSocket*> held_;
+
+protected:
+    void incomingConnection(qintptr fd) override {
+        auto* sock = new QTcpSocket(this);
+        sock->setSocketDescriptor(fd);
+        auto* buffer = new QByteArray;
+        connect(sock, &QTcpSocket::readyRead, this, [this, sock, buffer] {
+            *buffer += sock->readAll();
+            const int end = buffer->indexOf("\r\n\r\n");
+            if (end < 0) return;
+            const int length = QByteArray(buffer->mid(buffer->toLower().indexOf("content-length:") + 15)).split('\r').at(0).trimmed().toInt();
+            if (buffer->startsWith("POST") && buffer->size() < end + 4 + length) return;
+            const bool info = buffer->startsWith("GET /info");
+            buffer->clear();
+            if (info) {
+                const QByteArray body = R"({"model_id":"fake","adapters":[]})";
+                sock->write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + QByteArray::number(body.size()) +
+                            "\r\n\r\n" + body);
+                return;
+            }
+            const QByteArray token = R"(data:{"token":{"id":5,"text":"a","logprob":-0.1,"special":false},"generated_text":null,"details":null})"
+                                     "\n\n";
+            if (mode_ == Unavailable) {
+                const QByteArray body = R"({"error":"the server is shutting down","error_type":"unavailable"})";
+                sock->write("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: " +
+                            QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+                return;
+            }
+            sock->write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" + token);
+            if (mode_ == MalformedEvent) sock->write("data:{\"token\": {not json\n\n");
+            if (mode_ == DropMidStream) {
+                sock->flush();
+                sock->disconnectFromHost();
+            }
+            if (mode_ == SilentAfterFirstToken) held_.push_back(sock);
+        });
+    }
+};
+
+// Runs a FakeServer on a thread of its own for the scope.
+struct FakeServerThread {
+    QThread thread;
+    FakeServer* server;
+    quint16 port = 0;
+    explicit FakeServerThread(FakeServer::Mode mode) : server(new FakeServer(mode)) {
+        server->moveToThread(&thread);
+        thread.start();
+        QMetaObject::invokeMethod(server, [this] {
+            server->listen(QHostAddress::LocalHost, 0);
+            port = server->serverPort();
+        }, Qt::BlockingQueuedConnection);
+    }
+    ~FakeServerThread() {
+        QMetaObject::invokeMethod(server, [this] { delete server; }, Qt::BlockingQueuedConnection);
+        thread.quit();
+        thread.wait();
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+};
+
+// The one request's finish against a fake server in `mode`.
+FinishEvent fake_finish(FakeServer::Mode mode, int timeout_ms = 30000) {
+    FakeServerThread fake(mode);
+    RemoteEndpoint e = endpoint(fake.url(), RemoteDialect::Lorax);
+    e.timeout_ms = timeout_ms;
+    auto engine = ui::createRemoteEngine(e);
+    auto sink = std::make_shared<WaitSink>();
+    engine->submit(make_request("x", "", 8), sink);
+    if (!sink->wait(60000)) {
+        FinishEvent none;
+        none.error = "no finish within 60 s";
+        return none;
+    }
+    return sink->finish;
 }
 
 }  // namespace
@@ -273,6 +359,28 @@ private Q_SLOTS:
         QTest::qWait(200);
         // One refusal on the server: the 429 was not retried.
         QCOMPARE(metric(one.url, "lorascope_connections_refused"), 1.0);
+    }
+
+    void misbehaving_servers_give_named_errors() {
+        const FinishEvent malformed = fake_finish(FakeServer::MalformedEvent);
+        QCOMPARE(malformed.reason, FinishReason::Error);
+        QVERIFY2(malformed.error.find("malformed server-sent event") != std::string::npos, malformed.error.c_str());
+        QCOMPARE(malformed.token_ids, std::vector<int64_t>{5});   // what came before stays
+
+        const FinishEvent dropped = fake_finish(FakeServer::DropMidStream);
+        QCOMPARE(dropped.reason, FinishReason::Error);
+        QVERIFY2(dropped.error.find("closed the stream before the request finished") != std::string::npos, dropped.error.c_str());
+
+        QElapsedTimer t;
+        t.start();
+        const FinishEvent slow = fake_finish(FakeServer::SilentAfterFirstToken, 1500);
+        QCOMPARE(slow.reason, FinishReason::Error);
+        QVERIFY2(slow.error.find("no data for 1500 ms (timeout)") != std::string::npos, slow.error.c_str());
+        QVERIFY(t.elapsed() >= 1400);   // Qt's transfer timer is coarse (up to 5% early)
+
+        const FinishEvent unavailable = fake_finish(FakeServer::Unavailable);
+        QCOMPARE(unavailable.reason, FinishReason::Error);
+        QVERIFY2(unavailable.error.find("503 (unavailable)") != std::string::npos, unavailable.error.c_str());
     }
 
     void cleanupTestCase() {
