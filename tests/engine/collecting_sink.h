@@ -14,9 +14,12 @@ namespace lorascope::test {
 
 class CollectingSink : public RequestSink {
 public:
+    using Clock = std::chrono::steady_clock;
     struct Record {
         std::vector<TokenEvent> tokens;
+        std::vector<Clock::time_point> token_times;   // when each token event arrived
         std::vector<FinishEvent> finishes;
+        Clock::time_point finish_time;
         std::string streamed;
         bool token_after_finish = false;
     };
@@ -26,11 +29,14 @@ public:
         auto& r = records_[e.id];
         if (!r.finishes.empty()) r.token_after_finish = true;
         r.tokens.push_back(e);
+        r.token_times.push_back(Clock::now());
         r.streamed += e.text_delta;
     }
     void on_finish(const FinishEvent& e) override {
         std::lock_guard<std::mutex> lock(mutex_);
-        records_[e.id].finishes.push_back(e);
+        auto& r = records_[e.id];
+        r.finishes.push_back(e);
+        r.finish_time = Clock::now();
         ++finished_;
         changed_.notify_all();
     }
