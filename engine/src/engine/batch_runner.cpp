@@ -108,7 +108,7 @@ void BatchRunner::prefill_encoders(StepStats& stats) {
     double done = 0, padded = 0;
     bool progressed = false;
     while (budget > 0) {
-        if (encoding_.empty()) start_encode_jobs(limited ? budget / units : 0);
+        if (encoding_.empty()) start_encode_jobs(limited ? std::max<int64_t>(1, budget / units) : 0);
         if (encoding_.empty()) break;
         EncodeJob& job = encoding_.front();
         const int64_t left = units - job.work.done;
