@@ -30,7 +30,7 @@ using lorascope::test::Variant;
 
 namespace {
 
-const char* kVariants[] = {"t5_v1_0", "t5_v1_1", "bart_plain", "bart_scaled_bare", "bloom_4h", "bloom_6h_postln"};
+const char* kVariants[] = {"t5_v1_0", "t5_v1_1", "bart_plain", "bart_scaled_bare", "bart_heads_differ", "bloom_4h", "bloom_6h_postln"};
 
 }  // namespace
 

@@ -11,7 +11,7 @@ namespace lorascope::test {
 
 inline const std::vector<std::string>& model_variants() {
     static const std::vector<std::string> names = {"t5_v1_0", "t5_v1_1", "bart_plain", "bart_scaled_bare",
-                                                   "bloom_4h", "bloom_6h_postln"};
+                                                   "bart_heads_differ", "bloom_4h", "bloom_6h_postln"};
     return names;
 }
 

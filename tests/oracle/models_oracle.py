@@ -51,6 +51,10 @@ def variants():
          {"final_logits_bias": True}),
         ("bart_scaled_bare", "bart", BartForConditionalGeneration,
          BartConfig(scale_embedding=True, **common_bart), {"bare": True}),
+        # HF allows the stacks different head counts (the decoder's cross-attention uses the decoder's).
+        ("bart_heads_differ", "bart", BartForConditionalGeneration,
+         BartConfig(scale_embedding=False, **dict(common_bart, encoder_attention_heads=4, decoder_attention_heads=2)),
+         {}),
         ("bloom_4h", "bloom", BloomForCausalLM,
          BloomConfig(hidden_size=32, n_layer=2, n_head=4,
                      apply_residual_connection_post_layernorm=False, **common_bloom), {}),

@@ -99,13 +99,18 @@ std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_bart(const ModelConfig& config, const
     m->t5_ = false;
     m->d_model_ = c.d_model;
     const std::string where = store->directory() + "/config.json";
-    if (c.encoder_attention_heads != c.decoder_attention_heads)
-        throw Error(ErrorKind::Unsupported, where, "encoder and decoder head counts differ");
-    if (c.d_model % c.encoder_attention_heads != 0)
-        throw Error(ErrorKind::Format, where, "d_model is not a multiple of the attention head count");
-    m->heads_ = c.encoder_attention_heads;
+    // HF allows different head counts in the encoder and the decoder (whose cross-attention uses
+    // the decoder's); each stack gets its own shape, and the cache the decoder's.
+    for (int64_t heads : {c.encoder_attention_heads, c.decoder_attention_heads})
+        if (heads < 1 || c.d_model % heads != 0)
+            throw Error(ErrorKind::Format, where, "d_model " + std::to_string(c.d_model) +
+                                                      " is not a multiple of the attention head count " + std::to_string(heads));
+    m->heads_ = c.decoder_attention_heads;
     m->head_dim_ = c.d_model / m->heads_;
     m->cache_shape_ = CacheShape{c.decoder_layers, m->heads_, m->head_dim_};
+    const int64_t encoder_head_dim = c.d_model / c.encoder_attention_heads;
+    const AttentionShape encoder_shape{c.encoder_attention_heads, encoder_head_dim, 1.0,
+                                       std::pow(static_cast<double>(encoder_head_dim), -0.5)};
     m->embed_scale_ = c.scale_embedding ? std::sqrt(static_cast<double>(c.d_model)) : 1.0;
     const Activation act = parse_activation(c.activation_function, where);
     ModuleBuilder b(store, m->sites_);
@@ -120,7 +125,7 @@ std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_bart(const ModelConfig& config, const
         TransformerBlock blk;
         blk.placement = NormPlacement::Post;
         blk.half_guard = HalfOverflowGuard::ClampOnInfOrNan;
-        blk.self_attn = fused_self_attention(b, p + ".self_attn", shape, c.d_model, "q_proj", "k_proj", "v_proj", "out_proj", true);
+        blk.self_attn = fused_self_attention(b, p + ".self_attn", encoder_shape, c.d_model, "q_proj", "k_proj", "v_proj", "out_proj", true);
         blk.self_norm = b.layer_norm(p + ".self_attn_layer_norm", c.d_model, 1e-5);
         blk.ffn = FeedForward(b.linear(p + ".fc1", c.d_model, c.encoder_ffn_dim, true),
                               b.linear(p + ".fc2", c.encoder_ffn_dim, c.d_model, true), act);
