@@ -3,18 +3,56 @@
 #pragma once
 
 #include <QElapsedTimer>
+#include <QFile>
 #include <QProcess>
 #include <QStringList>
+#include <QTemporaryDir>
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <string>
+#include <vector>
 
+#include "cli_process.h"
 #include "test_env.h"
 
 namespace lorascope::test {
 
 inline QString q(const std::string& s) { return QString::fromStdString(s); }
+
+// The JSON objects among `text`'s lines.
+inline std::vector<nlohmann::json> json_lines(const std::string& text) {
+    std::vector<nlohmann::json> out;
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        const std::string line = text.substr(start, end - start);
+        if (!line.empty() && line[0] == '{') out.push_back(nlohmann::json::parse(line));
+        start = end + 1;
+    }
+    return out;
+}
+
+// What `lorascope-cli generate --demo` answers for these request lines, by id: the reference the
+// server's answers are compared with.
+inline std::map<std::string, nlohmann::json> run_generate(const std::vector<nlohmann::json>& requests) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("requests.jsonl");
+    QFile f(path);
+    f.open(QIODevice::WriteOnly);
+    for (const auto& r : requests) f.write((r.dump() + "\n").c_str());
+    f.close();
+    const auto r = run_cli_command({"generate", "--demo", "--input", path});
+    std::map<std::string, nlohmann::json> out;
+    if (r.exit_code != 0) {
+        qWarning("lorascope-cli generate failed: %s", r.err.c_str());
+        return out;
+    }
+    for (const auto& line : json_lines(r.out)) out[line.at("id").get<std::string>()] = line;
+    return out;
+}
 
 // A `lorascope-cli serve` child process on a free loopback port.
 struct Server {

@@ -28,6 +28,8 @@ using nlohmann::json;
 using namespace lorascope;
 using lorascope::test::q;
 using lorascope::test::Server;
+using lorascope::test::json_lines;
+using lorascope::test::run_generate;
 using lorascope::ui::RemoteDialect;
 using lorascope::ui::RemoteEndpoint;
 
@@ -77,24 +79,6 @@ Request make_request(const std::string& prompt, const std::string& adapter, int6
     return r;
 }
 
-std::map<std::string, json> run_generate(const std::vector<json>& requests) {
-    QTemporaryDir dir;
-    const QString path = dir.filePath("requests.jsonl");
-    QFile f(path);
-    f.open(QIODevice::WriteOnly);
-    for (const auto& r : requests) f.write((r.dump() + "\n").c_str());
-    f.close();
-    const auto r = test::run_cli_command({"generate", "--demo", "--input", path});
-    std::map<std::string, json> out;
-    size_t start = 0;
-    while (r.exit_code == 0 && start < r.out.size()) {
-        const size_t end = r.out.find('\n', start);
-        const json line = json::parse(r.out.substr(start, end - start));
-        out[line.at("id").get<std::string>()] = line;
-        start = end + 1;
-    }
-    return out;
-}
 
 // The generate request a greedy remote request amounts to (LoRAX's request decides the decoding).
 json greedy_generate(const std::string& id, const std::string& prompt, const std::string& adapter, int64_t n) {

@@ -25,6 +25,8 @@ namespace {
 
 using lorascope::test::q;
 using lorascope::test::Server;
+using lorascope::test::json_lines;
+using lorascope::test::run_generate;
 std::string python() { return lorascope::test::env_path("LORASCOPE_ORACLE_PYTHON"); }
 std::string client_script() { return lorascope::test::env_path("LORASCOPE_SERVE_CLIENT"); }
 
@@ -52,18 +54,6 @@ PyResult run_client(const QStringList& args, int timeout_ms = 300000) {
     return r;
 }
 
-std::vector<json> json_lines(const std::string& text) {
-    std::vector<json> out;
-    size_t start = 0;
-    while (start < text.size()) {
-        size_t end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        const std::string line = text.substr(start, end - start);
-        if (!line.empty() && line[0] == '{') out.push_back(json::parse(line));
-        start = end + 1;
-    }
-    return out;
-}
 
 // The request cases: LoRAX parameters, and the `lorascope-cli generate` params that serve maps
 // them to (LoRAX's request decides sampling: absent knobs are off, not generation_config's).
@@ -98,22 +88,6 @@ json generate_request(const json& c) {
     return r;
 }
 
-std::map<std::string, json> run_generate(const std::vector<json>& requests) {
-    QTemporaryDir dir;
-    const QString path = dir.filePath("requests.jsonl");
-    QFile f(path);
-    f.open(QIODevice::WriteOnly);
-    for (const auto& r : requests) f.write((r.dump() + "\n").c_str());
-    f.close();
-    const auto r = lorascope::test::run_cli_command({"generate", "--demo", "--input", path});
-    std::map<std::string, json> out;
-    if (r.exit_code != 0) {
-        qWarning("lorascope-cli generate failed: %s", r.err.c_str());
-        return out;
-    }
-    for (const auto& line : json_lines(r.out)) out[line.at("id").get<std::string>()] = line;
-    return out;
-}
 
 std::string lorax_reason(const std::string& engine_reason) {
     if (engine_reason == "eos") return "eos_token";
