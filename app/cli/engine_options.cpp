@@ -91,7 +91,7 @@ private:
 
 std::vector<std::string> engine_option_names() {
     return {"model", "threads", "device", "dtype", "max-batch-size", "max-batch-tokens", "adapter",
-            "adapter-memory-budget", "kv-cache-mb", "prefill-budget", "profile"};
+            "adapter-memory-budget", "kv-cache-mb", "prefill-budget", "prefill-chunk", "profile"};
 }
 
 EngineOptions engine_options_from(const Args& args) {
@@ -111,6 +111,9 @@ EngineOptions engine_options_from(const Args& args) {
     options.prefill_budget_tokens = args.get_int("prefill-budget", options.prefill_budget_tokens);
     if (options.prefill_budget_tokens < 0)
         throw Error(ErrorKind::InvalidArgument, "--prefill-budget must be >= 0 (prompt tokens per step; 0 = no limit)");
+    options.prefill_chunk_tokens = args.get_int("prefill-chunk", 0);
+    if (options.prefill_chunk_tokens < 0)
+        throw Error(ErrorKind::InvalidArgument, "--prefill-chunk must be >= 0 (decoder-only prompt chunk; 0 = the budget, at least 128)");
     if (options.threads < 0) throw Error(ErrorKind::InvalidArgument, "--threads must be >= 0");
     if (options.max_batch_size < 1) throw Error(ErrorKind::InvalidArgument, "--max-batch-size must be >= 1");
     if (options.max_batch_tokens < 1) throw Error(ErrorKind::InvalidArgument, "--max-batch-tokens must be >= 1");

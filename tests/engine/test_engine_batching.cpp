@@ -101,6 +101,7 @@ private Q_SLOTS:
         const int64_t max_new = v.records["max_new_tokens"].get<int64_t>();
         auto options = test::engine_options(v.dir);
         options.prefill_budget_tokens = 3;
+        options.prefill_chunk_tokens = 3;   // BLOOM prompts in several chunks
         auto engine = Engine::create(options);
         StatsLog log;
         log.attach(*engine);

@@ -61,6 +61,7 @@ private Q_SLOTS:
         // A small prefill budget: prefill spans several steps, with decoding rows beside it.
         auto options = test::engine_options(v.dir);
         options.prefill_budget_tokens = 4;
+        options.prefill_chunk_tokens = 4;
         auto engine = Engine::create(options);
         std::atomic<RequestId> victim{0};
         std::atomic<int> fired{0};

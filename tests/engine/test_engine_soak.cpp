@@ -101,6 +101,7 @@ std::unique_ptr<Engine> engine_for(const DemoModel& model, int64_t rows) {
     o.threads = 1;
     o.max_batch_size = rows;
     o.prefill_budget_tokens = 8;   // prefill spread over steps, beside decoding rows
+    o.prefill_chunk_tokens = 4;    // and BLOOM prompts in several chunks
     auto engine = Engine::create(o);
     for (const auto& a : model.adapters) engine->load_adapter(a.name, a.dir);
     return engine;

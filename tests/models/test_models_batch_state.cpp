@@ -149,8 +149,9 @@ private Q_SLOTS:
         };
         auto at_position = [&](const models::DecodeState& s, int64_t row, int64_t pos) {
             const auto& blocks = s.row(row).self.blocks;
-            const int64_t slot = blocks[static_cast<size_t>(pos / bs)] * bs + pos % bs;
-            return std::make_pair(pool->keys(1)[slot][2][3].item<float>(), pool->values(0)[slot][1][0].item<float>());
+            const int64_t block = blocks[static_cast<size_t>(pos / bs)], offset = pos % bs;
+            return std::make_pair(pool->keys(1)[block][2][offset][3].item<float>(),
+                                  pool->values(0)[block][1][offset][0].item<float>());
         };
         models::DecodeState state(pool);
         state.add_row();

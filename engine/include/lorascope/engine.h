@@ -111,6 +111,10 @@ struct EngineOptions {
     // 32 (36 ms measured), so a step that prefills stays within ~2x of one that does not. Raise it
     // on a GPU, where prefill work is cheap next to a step's fixed costs.
     int64_t prefill_budget_tokens = 64;
+    // Decoder-only prompts are prefilled in chunks of this many tokens; 0: the budget, but at
+    // least 128 (each chunk pass reads the weights once more). The same for every request, so that
+    // a request's numbers do not depend on its neighbours.
+    int64_t prefill_chunk_tokens = 0;
 };
 
 struct AdapterInfo {

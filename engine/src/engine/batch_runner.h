@@ -23,7 +23,7 @@ namespace lorascope::engine_detail {
 class BatchRunner {
 public:
     BatchRunner(const models::Model& model, std::shared_ptr<models::KvPool> pool, const Tokenizer* tokenizer,
-                int64_t prefill_budget_tokens);
+                int64_t prefill_budget_tokens, int64_t prefill_chunk_tokens);
     ~BatchRunner();
 
     // An admitted request (KV blocks reserved, adapter pinned): prefilled from the next step on.
@@ -75,6 +75,7 @@ private:
     std::shared_ptr<models::KvPool> pool_;
     const Tokenizer* tokenizer_;
     int64_t prefill_budget_;
+    int64_t prefill_chunk_;       // decoder-only prompt chunk (0: whole prompts)
     // Requests in batch-row order: running_[0] holds state_'s rows [0, rows()), the next follows.
     std::vector<std::unique_ptr<LiveRequest>> running_;
     models::DecodeState state_;

@@ -104,7 +104,8 @@ public:
           pool_(model_->make_pool(kv_cache_blocks(options, *model_), /*growable=*/false)),
           scheduler_(*model_, registry_, *pool_, options_),
           // Static batching is the comparison point without joins: its batch is prefilled at once.
-          runner_(*model_, pool_, tokenizer_.get(), options.static_batching ? 0 : options.prefill_budget_tokens) {
+          runner_(*model_, pool_, tokenizer_.get(), options.static_batching ? 0 : options.prefill_budget_tokens,
+                  options.static_batching ? 0 : options.prefill_chunk_tokens) {
         thread_ = std::thread([this] { run(); });
     }
 

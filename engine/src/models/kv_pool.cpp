@@ -19,16 +19,14 @@ at::Tensor long_tensor(const std::vector<int64_t>& v, const at::Device& device) 
     return device.is_cpu() ? t : t.to(device);
 }
 
-at::Tensor table_slots(const std::vector<int32_t>& table, int64_t width, int64_t rows, int64_t L,
-                       const at::Device& device) {
-    std::vector<int64_t> slots(static_cast<size_t>(rows * L));
+// Block ids [rows, nb] covering positions [0, nb * kBs) of each row (the null block past its table).
+at::Tensor table_blocks(const std::vector<int32_t>& table, int64_t width, int64_t rows, int64_t nb,
+                        const at::Device& device) {
+    std::vector<int64_t> ids(static_cast<size_t>(rows * nb), 0);
     for (int64_t b = 0; b < rows; ++b)
-        for (int64_t l = 0; l < L; ++l) {
-            const int64_t j = l / kBs;
-            const int64_t block = j < width ? table[static_cast<size_t>(b * width + j)] : 0;
-            slots[static_cast<size_t>(b * L + l)] = block * kBs + l % kBs;
-        }
-    return long_tensor(slots, device).view({rows, L});
+        for (int64_t j = 0; j < std::min(nb, width); ++j)
+            ids[static_cast<size_t>(b * nb + j)] = table[static_cast<size_t>(b * width + j)];
+    return long_tensor(ids, device).view({rows, nb});
 }
 
 }  // namespace
@@ -56,8 +54,8 @@ KvPool::KvPool(CacheShape shape, int64_t blocks, at::TensorOptions options, bool
     // Allocated empty, zeroed a block at a time on first use: a large CPU allocation is fresh
     // pages that cost no memory until written, so an idle budget of gigabytes stays virtual.
     for (int64_t l = 0; l < shape_.layers; ++l) {
-        keys_.push_back(at::empty({(capacity_ + 1) * kBs, shape_.heads, shape_.head_dim}, options_));
-        values_.push_back(at::empty({(capacity_ + 1) * kBs, shape_.heads, shape_.head_dim}, options_));
+        keys_.push_back(at::empty({capacity_ + 1, shape_.heads, kBs, shape_.head_dim}, options_));
+        values_.push_back(at::empty({capacity_ + 1, shape_.heads, kBs, shape_.head_dim}, options_));
     }
     refs_.assign(static_cast<size_t>(capacity_ + 1), 0);
     touched_.assign(static_cast<size_t>(capacity_ + 1), false);
@@ -67,8 +65,8 @@ KvPool::KvPool(CacheShape shape, int64_t blocks, at::TensorOptions options, bool
 
 void KvPool::zero_block(int32_t block) {
     for (int64_t l = 0; l < shape_.layers; ++l) {
-        keys_[static_cast<size_t>(l)].narrow(0, block * kBs, kBs).zero_();
-        values_[static_cast<size_t>(l)].narrow(0, block * kBs, kBs).zero_();
+        keys_[static_cast<size_t>(l)].select(0, block).zero_();
+        values_[static_cast<size_t>(l)].select(0, block).zero_();
     }
     touched_[static_cast<size_t>(block)] = true;
 }
@@ -78,8 +76,8 @@ void KvPool::grow() {
     const int64_t grown = std::max<int64_t>(4, old * 2);
     for (int64_t l = 0; l < shape_.layers; ++l) {
         for (auto* store : {&keys_, &values_}) {
-            at::Tensor fresh = at::empty({(grown + 1) * kBs, shape_.heads, shape_.head_dim}, options_);
-            fresh.narrow(0, 0, (old + 1) * kBs).copy_((*store)[static_cast<size_t>(l)]);
+            at::Tensor fresh = at::empty({grown + 1, shape_.heads, kBs, shape_.head_dim}, options_);
+            fresh.narrow(0, 0, old + 1).copy_((*store)[static_cast<size_t>(l)]);
             (*store)[static_cast<size_t>(l)] = fresh;
         }
     }
@@ -126,7 +124,7 @@ void KvPool::copy_block(int32_t from, int32_t to) {
     for (int64_t l = 0; l < shape_.layers; ++l) {
         for (auto* store : {&keys_, &values_}) {
             at::Tensor& t = (*store)[static_cast<size_t>(l)];
-            t.narrow(0, to * kBs, kBs).copy_(t.narrow(0, from * kBs, kBs));
+            t.select(0, to).copy_(t.select(0, from));
         }
     }
     bytes_moved_ += bytes_per_block();
@@ -137,14 +135,15 @@ int64_t KvPool::take_bytes_moved() { return std::exchange(bytes_moved_, 0); }
 // ------------------------------------------------------------------------------------------- PagedStep
 
 std::pair<at::Tensor, at::Tensor> PagedStep::gather_self(int64_t layer) const {
-    if (!self_slots_.defined()) self_slots_ = table_slots(self_table, self_width, rows, key_length, pool->keys(0).device());
-    return gather(layer, self_slots_);
+    if (!self_blocks_.defined())
+        self_blocks_ = table_blocks(self_table, self_width, rows, blocks_for(key_length), pool->keys(0).device());
+    return gather(layer, self_blocks_, key_length);
 }
 
 std::pair<at::Tensor, at::Tensor> PagedStep::gather_cross(int64_t layer) const {
-    if (!cross_slots_.defined())
-        cross_slots_ = table_slots(cross_table, cross_width, rows, cross_length, pool->keys(0).device());
-    return gather(layer, cross_slots_);
+    if (!cross_blocks_.defined())
+        cross_blocks_ = table_blocks(cross_table, cross_width, rows, blocks_for(cross_length), pool->keys(0).device());
+    return gather(layer, cross_blocks_, cross_length);
 }
 
 const at::Tensor& PagedStep::cross_padding_mask() const {
@@ -162,13 +161,18 @@ const at::Tensor& PagedStep::cross_padding_mask() const {
     return cross_mask_;
 }
 
-std::pair<at::Tensor, at::Tensor> PagedStep::gather(int64_t layer, const at::Tensor& slots) const {
-    const int64_t B = slots.size(0), L = slots.size(1);
+std::pair<at::Tensor, at::Tensor> PagedStep::gather(int64_t layer, const at::Tensor& blocks, int64_t L) const {
+    const int64_t B = blocks.size(0), nb = blocks.size(1);
     const auto& shape = pool->shape();
-    const at::Tensor flat = slots.reshape({-1});
-    at::Tensor k = pool->keys(layer).index_select(0, flat).view({B, L, shape.heads, shape.head_dim}).transpose(1, 2);
-    at::Tensor v = pool->values(layer).index_select(0, flat).view({B, L, shape.heads, shape.head_dim}).transpose(1, 2);
-    return {k, v};
+    const at::Tensor flat = blocks.reshape({-1});
+    auto dense = [&](const at::Tensor& store) {  // [B * nb, H, bs, D] -> [B, H, L, D]
+        return store.index_select(0, flat)
+            .view({B, nb, shape.heads, kBs, shape.head_dim})
+            .permute({0, 2, 1, 3, 4})
+            .reshape({B, shape.heads, nb * kBs, shape.head_dim})
+            .narrow(2, 0, L);
+    };
+    return {dense(pool->keys(layer)), dense(pool->values(layer))};
 }
 
 void PagedStep::write(int64_t layer, const at::Tensor& k, const at::Tensor& v) const {
@@ -178,10 +182,14 @@ void PagedStep::write(int64_t layer, const at::Tensor& k, const at::Tensor& v) c
         if (write_rows.size(0) == flat.size(0)) return flat;  // every new token valid, in order
         return flat.index_select(0, write_rows);
     };
-    // index_copy_ on the pool tensor itself: at::Tensor is a handle, the pool's storage is shared.
+    // index_put_ on the pool tensor itself: at::Tensor is a handle, the pool's storage is shared.
+    // The pool is [blocks, H, kBs, D]: position (block, offset) of every head at once.
+    using at::indexing::Slice;
+    using at::indexing::TensorIndex;
     at::Tensor keys = pool->keys(layer), values = pool->values(layer);
-    keys.index_copy_(0, write_slots, rows_of(k).to(keys.scalar_type()));
-    values.index_copy_(0, write_slots, rows_of(v).to(values.scalar_type()));
+    const std::vector<TensorIndex> at_slot = {TensorIndex(write_blocks), TensorIndex(Slice()), TensorIndex(write_offsets)};
+    keys.index_put_(at_slot, rows_of(k).to(keys.scalar_type()));
+    values.index_put_(at_slot, rows_of(v).to(values.scalar_type()));
 }
 
 // ----------------------------------------------------------------------------------------- DecodeState
@@ -240,7 +248,7 @@ void DecodeState::write_cross(int64_t first, const std::vector<int64_t>& lengths
     TORCH_CHECK(first >= 0 && first + static_cast<int64_t>(lengths.size()) <= rows(), "write_cross: rows out of range");
     if (lengths.empty()) return;
     const int64_t S = keys.empty() ? 0 : keys[0].size(2);
-    std::vector<int64_t> slots, sources;
+    std::vector<int64_t> blocks, offsets, sources;
     for (size_t j = 0; j < lengths.size(); ++j) {
         BlockList& cross = rows_[static_cast<size_t>(first) + j].cross;
         for (int32_t b : cross.blocks) pool_->release(b);
@@ -248,14 +256,16 @@ void DecodeState::write_cross(int64_t first, const std::vector<int64_t>& lengths
         while (static_cast<int64_t>(cross.blocks.size()) < blocks_for(lengths[j])) cross.blocks.push_back(pool_->allocate());
         cross.length = lengths[j];
         for (int64_t s = 0; s < lengths[j]; ++s) {
-            slots.push_back(cross.blocks[static_cast<size_t>(s / kBs)] * kBs + s % kBs);
+            blocks.push_back(cross.blocks[static_cast<size_t>(s / kBs)]);
+            offsets.push_back(s % kBs);
             sources.push_back(static_cast<int64_t>(j) * S + s);
         }
     }
     PagedStep step;
     step.pool = pool_.get();
     const auto device = pool_->keys(0).device();
-    step.write_slots = long_tensor(slots, device);
+    step.write_blocks = long_tensor(blocks, device);
+    step.write_offsets = long_tensor(offsets, device);
     step.write_rows = long_tensor(sources, device);
     for (size_t l = 0; l < keys.size(); ++l) step.write(static_cast<int64_t>(l), keys[l], values[l]);
 }
@@ -310,8 +320,8 @@ void DecodeState::concatenate(const DecodeState& other) {
             const int32_t mine = pool_->allocate();
             for (int64_t l = 0; l < shape.layers; ++l) {
                 at::Tensor keys = pool_->keys(l), values = pool_->values(l);
-                keys.narrow(0, mine * kBs, kBs).copy_(other.pool_->keys(l).narrow(0, b * kBs, kBs));
-                values.narrow(0, mine * kBs, kBs).copy_(other.pool_->values(l).narrow(0, b * kBs, kBs));
+                keys.select(0, mine).copy_(other.pool_->keys(l).select(0, b));
+                values.select(0, mine).copy_(other.pool_->values(l).select(0, b));
             }
             pool_->add_bytes_moved(pool_->bytes_per_block());
             copied.emplace(b, mine);
@@ -385,7 +395,7 @@ PagedStep DecodeState::begin_forward(const std::vector<int64_t>& added, int64_t 
     step.pool = pool_.get();
     step.rows = rows();
     step.new_tokens = T;
-    std::vector<int64_t> slots, sources;
+    std::vector<int64_t> blocks, offsets, sources;
     for (size_t b = 0; b < rows_.size(); ++b) {
         BlockList& self = rows_[b].self;
         TORCH_CHECK(added[b] >= 0 && added[b] <= T, "begin_forward: ", added[b], " new tokens in a pass of ", T);
@@ -394,7 +404,8 @@ PagedStep DecodeState::begin_forward(const std::vector<int64_t>& added, int64_t 
         step.visible.push_back(self.length + added[b]);
         for (int64_t t = 0; t < added[b]; ++t) {
             const int64_t pos = self.length + t;
-            slots.push_back(self.blocks[static_cast<size_t>(pos / kBs)] * kBs + pos % kBs);
+            blocks.push_back(self.blocks[static_cast<size_t>(pos / kBs)]);
+            offsets.push_back(pos % kBs);
             sources.push_back(static_cast<int64_t>(b) * T + t);
         }
         step.self_width = std::max(step.self_width, blocks_for(self.length + added[b]));
@@ -415,7 +426,8 @@ PagedStep DecodeState::begin_forward(const std::vector<int64_t>& added, int64_t 
                   step.cross_table.begin() + static_cast<std::ptrdiff_t>(b * static_cast<size_t>(step.cross_width)));
     }
     const auto device = pool_->keys(0).device();
-    step.write_slots = long_tensor(slots, device);
+    step.write_blocks = long_tensor(blocks, device);
+    step.write_offsets = long_tensor(offsets, device);
     step.write_rows = long_tensor(sources, device);
     return step;
 }

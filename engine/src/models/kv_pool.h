@@ -52,7 +52,8 @@ public:
     int32_t refcount(int32_t block) const { return refs_[static_cast<size_t>(block)]; }
     void copy_block(int32_t from, int32_t to);   // every layer, K and V
 
-    // Per layer: [(capacity + 1) * kBlockSize, H, D]; slot s of block b is row b * kBlockSize + s.
+    // Per layer: [capacity + 1, H, kBlockSize, D]: a head's positions in a block are contiguous, so
+    // a decoding step reads each (row, head)'s keys in runs of kBlockSize x D floats.
     const at::Tensor& keys(int64_t layer) const { return keys_[static_cast<size_t>(layer)]; }
     const at::Tensor& values(int64_t layer) const { return values_[static_cast<size_t>(layer)]; }
 
@@ -96,7 +97,7 @@ struct PagedStep {
     int64_t new_tokens = 0;                 // T of the pass
     std::vector<int64_t> past;              // self lengths before the pass
     std::vector<int64_t> visible;           // self keys each row's last new token sees: past + added
-    at::Tensor write_slots;                 // [n] long: pool slot of each valid new token ...
+    at::Tensor write_blocks, write_offsets; // [n] long: block and offset of each valid new token ...
     at::Tensor write_rows;                  // [n] long: ... and its row in the pass's [B * T] tokens
     std::vector<int32_t> self_table;        // [rows, self_width], padded with the null block
     int64_t self_width = 0;
@@ -118,8 +119,8 @@ struct PagedStep {
     void write(int64_t layer, const at::Tensor& k, const at::Tensor& v) const;
 
 private:
-    std::pair<at::Tensor, at::Tensor> gather(int64_t layer, const at::Tensor& slots) const;
-    mutable at::Tensor self_slots_, cross_slots_, cross_mask_;
+    std::pair<at::Tensor, at::Tensor> gather(int64_t layer, const at::Tensor& blocks, int64_t L) const;
+    mutable at::Tensor self_blocks_, cross_blocks_, cross_mask_;
     mutable bool cross_mask_built_ = false;
 };
 

@@ -26,12 +26,12 @@ struct Operands {
     const int32_t* table = nullptr;
     int64_t width = 1;
     int64_t block = 0;
+    int64_t kblock = 0, vblock = 0;  // paged: strides between blocks of the pool
 };
 
 // Where (row b, head h)'s run of positions [j * block, (j + 1) * block) starts.
-inline const float* run_start(const float* base, int64_t b, int64_t j, int64_t stride_l, const Operands& o) {
-    const int64_t block = o.table ? o.table[b * o.width + j] : j;
-    return base + block * o.block * stride_l;
+inline const float* run_start(const float* base, int64_t b, int64_t j, int64_t stride_block, const Operands& o) {
+    return o.table ? base + static_cast<int64_t>(o.table[b * o.width + j]) * stride_block : base;  // dense: one run
 }
 
 // One (row, head): scores, softmax and the weighted sum of values in one pass over its keys, so that
@@ -47,7 +47,7 @@ __attribute__((target_clones("avx2,fma", "default"))) void attend_one(const Oper
     const float* v = o.v + b * o.vb + h * o.vh;
     float max = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0, l0 = 0; l0 < n; ++j, l0 += o.block) {
-        const float* kr = run_start(k, b, j, o.kl, o);
+        const float* kr = run_start(k, b, j, o.kblock, o);
         const int64_t count = std::min(o.block, n - l0);
         for (int64_t i = 0; i < count; ++i) {
             const int64_t l = l0 + i;
@@ -65,7 +65,7 @@ __attribute__((target_clones("avx2,fma", "default"))) void attend_one(const Oper
     const float inv = 1.0f / sum;
     for (int64_t d = 0; d < o.D; ++d) out[d] = 0;
     for (int64_t j = 0, l0 = 0; l0 < n; ++j, l0 += o.block) {
-        const float* vr = run_start(v, b, j, o.vl, o);
+        const float* vr = run_start(v, b, j, o.vblock, o);
         const int64_t count = std::min(o.block, n - l0);
         for (int64_t i = 0; i < count; ++i) {
             const float p = scores[l0 + i] * inv;
@@ -144,7 +144,8 @@ at::Tensor attend_single_query_paged(const at::Tensor& q, const at::Tensor& pool
     const int64_t B = q.size(0), H = q.size(1), D = q.size(3);
     TORCH_CHECK(static_cast<int64_t>(valid.size()) == B && static_cast<int64_t>(table.size()) == B * width,
                 "attend_single_query_paged: ", valid.size(), " lengths and a table of ", table.size(), " for ", B, " rows");
-    TORCH_CHECK(pool_keys.size(1) == H && pool_keys.size(2) == D && pool_values.is_contiguous(),
+    TORCH_CHECK(pool_keys.dim() == 4 && pool_keys.size(1) == H && pool_keys.size(2) == block && pool_keys.size(3) == D &&
+                    pool_values.is_contiguous(),
                 "attend_single_query_paged: pool of another shape");
     for (int64_t n : valid)
         TORCH_CHECK(n >= 1 && n <= width * block && n <= L, "attend_single_query_paged: ", n, " keys for a table of ",
@@ -152,8 +153,8 @@ at::Tensor attend_single_query_paged(const at::Tensor& q, const at::Tensor& pool
     Operands o{};
     o.k = pool_keys.data_ptr<float>();
     o.v = pool_values.data_ptr<float>();
-    o.kb = 0, o.kh = pool_keys.stride(1), o.kl = pool_keys.stride(0);
-    o.vb = 0, o.vh = pool_values.stride(1), o.vl = pool_values.stride(0);
+    o.kb = 0, o.kh = pool_keys.stride(1), o.kl = pool_keys.stride(2), o.kblock = pool_keys.stride(0);
+    o.vb = 0, o.vh = pool_values.stride(1), o.vl = pool_values.stride(2), o.vblock = pool_values.stride(0);
     o.H = H, o.L = L, o.D = D;
     o.scale = static_cast<float>(score_scale);
     o.table = table.data();
