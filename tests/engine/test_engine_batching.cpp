@@ -106,18 +106,24 @@ private Q_SLOTS:
         StatsLog log;
         log.attach(*engine);
         auto sink = std::make_shared<CollectingSink>();
-        // Held between steps: the lead request is decoding when the others arrive.
+        // Held between steps: more rows are decoding (long leads, two per prompt) than arrive, so
+        // the budget applies (it does not while as many rows wait as decode).
         engine->set_paused(true);
-        const RequestId lead = engine->submit(test::greedy_request(prompts[0], max_new), sink);
+        std::vector<RequestId> leads;
+        for (size_t c = 0; c < 2 * prompts.size(); ++c) {
+            Request lead = test::greedy_request(prompts[c % prompts.size()], 40);
+            lead.params.ignore_eos = true;
+            leads.push_back(engine->submit(lead, sink));
+        }
         engine->step_once();
-        QTRY_VERIFY_WITH_TIMEOUT(!sink->get(lead).tokens.empty(), 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(!sink->get(leads.back()).tokens.empty(), 60000);
         std::vector<RequestId> ids;
         for (size_t i = 0; i < prompts.size(); ++i) ids.push_back(engine->submit(test::greedy_request(prompts[i], max_new), sink));
         engine->set_paused(false);
-        QVERIFY(sink->wait_finished(ids.size() + 1));
+        QVERIFY(sink->wait_finished(ids.size() + leads.size()));
         engine->wait_idle();
         engine->set_stats_listener(nullptr);
-        QCOMPARE(sink->get(lead).finishes.at(0).token_ids, greedy[0].get<std::vector<int64_t>>());
+        for (RequestId lead : leads) QCOMPARE(sink->get(lead).finishes.at(0).token_ids.size(), size_t(40));
         for (size_t i = 0; i < ids.size(); ++i) QCOMPARE(sink->get(ids[i]).finishes.at(0).token_ids, greedy[i].get<std::vector<int64_t>>());
         int64_t deferred = 0, prefill_steps = 0;
         for (const auto& s : log.steps) {
