@@ -1,0 +1,104 @@
+#include "workload.h"
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "lorascope/error.h"
+#include "lorascope/params.h"
+
+namespace lorascope::cli {
+
+using nlohmann::json;
+
+namespace {
+
+std::vector<Request> build_requests(const json& w, const std::string& path, int64_t vocab) {
+    std::vector<Request> out;
+    const json defaults = w.value("params", json::object());
+    auto with_params = [&](Request r, const json& own) {
+        json merged = defaults;
+        for (const auto& item : own.items()) merged[item.key()] = item.value();
+        r.params = parse_generation_params(merged.dump(), path + " params");
+        return r;
+    };
+    if (w.contains("requests")) {
+        for (const auto& item : w["requests"]) {
+            Request r;
+            if (item.contains("prompt")) r.prompt = item["prompt"].get<std::string>();
+            if (item.contains("input_ids")) r.input_ids = item["input_ids"].get<std::vector<int64_t>>();
+            r.adapter = item.value("adapter", std::string());
+            out.push_back(with_params(std::move(r), item.value("params", json::object())));
+        }
+    } else if (w.contains("synthetic")) {
+        const json& s = w["synthetic"];
+        const int64_t count = s.value("count", 0);
+        const auto range = s.value("prompt_tokens", std::vector<int64_t>{8, 128});
+        if (count <= 0 || range.size() != 2 || range[0] < 1 || range[1] < range[0])
+            throw Error(ErrorKind::InvalidArgument, path, "synthetic needs count > 0 and prompt_tokens [min, max]");
+        const int64_t min_id = s.value("min_id", 5);
+        std::mt19937_64 rng(s.value("seed", 0));
+        std::uniform_int_distribution<int64_t> length(range[0], range[1]);
+        std::uniform_int_distribution<int64_t> id(min_id, vocab - 1);
+        for (int64_t i = 0; i < count; ++i) {
+            Request r;
+            r.input_ids.resize(static_cast<size_t>(length(rng)));
+            for (auto& t : r.input_ids) t = id(rng);
+            out.push_back(with_params(std::move(r), json::object()));
+        }
+    } else {
+        throw Error(ErrorKind::InvalidArgument, path, "a workload needs \"requests\" or \"synthetic\"");
+    }
+    if (w.contains("adapters")) {
+        const auto names = w["adapters"].get<std::vector<std::string>>();
+        for (size_t i = 0; i < out.size() && !names.empty(); ++i)
+            if (out[i].adapter.empty()) out[i].adapter = names[i % names.size()];
+    }
+    return out;
+}
+
+}  // namespace
+
+Workload read_workload(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw Error(ErrorKind::NotFound, path, "cannot open the workload file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_workload(text.str(), path);
+}
+
+Workload parse_workload(const std::string& text, const std::string& path) {
+    Workload w;
+    w.path = path;
+    try {
+        w.document = json::parse(text);
+    } catch (const json::exception& e) {
+        throw Error(ErrorKind::Format, path, std::string("malformed JSON: ") + e.what());
+    }
+    try {
+        w.name = w.document.value("name", path);
+        w.arrival = w.document.value("arrival", json{{"kind", "all"}});
+        const std::string kind = w.arrival.value("kind", "all");
+        if (kind != "all" && kind != "poisson")
+            throw Error(ErrorKind::InvalidArgument, path, "arrival kind must be \"all\" or \"poisson\"");
+        w.poisson = kind == "poisson";
+        w.rate = w.arrival.value("rate", 1.0);
+        if (w.poisson && w.rate <= 0)
+            throw Error(ErrorKind::InvalidArgument, path, "poisson arrival needs rate > 0");
+        w.seed = w.arrival.value("seed", 0);
+    } catch (const json::exception& e) {
+        throw Error(ErrorKind::Format, path, std::string("unexpected workload structure: ") + e.what());
+    }
+    return w;
+}
+
+std::vector<Request> workload_requests(const Workload& workload, int64_t vocab) {
+    try {
+        return build_requests(workload.document, workload.path, vocab);
+    } catch (const json::exception& e) {
+        // A field of the wrong type: name the file rather than surfacing a library message alone.
+        throw Error(ErrorKind::Format, workload.path, std::string("unexpected workload structure: ") + e.what());
+    }
+}
+
+}  // namespace lorascope::cli
