@@ -37,7 +37,7 @@ std::vector<JsonLine> read_json_lines(const std::string& path) {
             nlohmann::json value = nlohmann::json::parse(text);
             if (value.is_object()) line.value = std::move(value);
             else line.parse_error = "line " + std::to_string(number) + " is not a JSON object";
-        } catch (const nlohmann::json::parse_error& e) {
+        } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e309
             line.parse_error = "line " + std::to_string(number) + " is not valid JSON: " + e.what();
         }
         lines.push_back(std::move(line));

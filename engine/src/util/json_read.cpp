@@ -14,6 +14,10 @@ Json parse(const std::string& text, const std::string& path) {
     } catch (const Json::parse_error& e) {
         throw Error(ErrorKind::Format, path,
                     "malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+    } catch (const Json::exception& e) {
+        // Valid syntax the parser still refuses: a number beyond double's range (1e309) is
+        // out_of_range, not parse_error.
+        throw Error(ErrorKind::Format, path, std::string("malformed JSON: ") + e.what());
     }
 }
 
