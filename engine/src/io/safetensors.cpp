@@ -138,8 +138,8 @@ void SafetensorsFile::parse_and_validate() {
     const uint64_t data_size = file_size - 8 - header_len;
     data_section_ = mapping_->data() + 8 + header_len;
 
+    // Any JSON object, whitespace around it included, as the reference implementation reads it.
     const std::string header_text(reinterpret_cast<const char*>(mapping_->data() + 8), header_len);
-    if (header_text.empty() || header_text[0] != '{') fail("header is not a JSON object");
     const Json header = json::parse(header_text, path);
     if (!header.is_object()) fail("header is not a JSON object");
 
@@ -148,6 +148,7 @@ void SafetensorsFile::parse_and_validate() {
         const std::string& name = it.key();
         const Json& entry = it.value();
         if (name == "__metadata__") {
+            if (entry.is_null()) continue;  // the reference implementation reads null as no metadata
             if (!entry.is_object()) fail("'__metadata__' must be an object of strings");
             for (auto m = entry.begin(); m != entry.end(); ++m) {
                 if (!m.value().is_string()) fail("'__metadata__' value of '" + m.key() + "' is not a string");
@@ -211,16 +212,31 @@ void SafetensorsFile::parse_and_validate() {
         tensors_.push_back(std::move(info));
     }
 
-    // Overlap check on the tensors sorted by start; empty tensors occupy nothing.
+    // The tensors must tile the data section, as the reference implementation (safetensors'
+    // Metadata::validate) requires: in offset order each starts where the previous one ends, the
+    // first at 0, the last at the end of the file. A gap or bytes left over mean a header that does
+    // not describe its file (a wrong header length, a truncated or spliced file).
     std::vector<const TensorInfo*> sorted;
-    for (const auto& t : tensors_)
-        if (t.nbytes() > 0) sorted.push_back(&t);
-    std::sort(sorted.begin(), sorted.end(),
-              [](const TensorInfo* a, const TensorInfo* b) { return a->begin < b->begin; });
-    for (size_t i = 1; i < sorted.size(); ++i) {
-        if (sorted[i]->begin < sorted[i - 1]->end)
-            fail("tensor '" + sorted[i]->name + "' overlaps tensor '" + sorted[i - 1]->name + "' in the data section");
+    for (const auto& t : tensors_) sorted.push_back(&t);
+    std::sort(sorted.begin(), sorted.end(), [](const TensorInfo* a, const TensorInfo* b) {
+        return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+    });
+    uint64_t covered = 0;
+    const TensorInfo* previous = nullptr;
+    for (const TensorInfo* t : sorted) {
+        if (t->begin < covered)
+            fail("tensor '" + t->name + "' overlaps tensor '" + previous->name + "' in the data section");
+        if (t->begin > covered)
+            fail("tensor '" + t->name + "' starts at byte " + std::to_string(t->begin) + " of the data section but " +
+                 (previous ? "tensor '" + previous->name + "' ends at byte " + std::to_string(covered)
+                           : std::string("nothing comes before it")) +
+                 ": a safetensors data section has no gaps");
+        covered = t->end;
+        previous = t;
     }
+    if (covered != data_size)
+        fail("the tensors cover " + std::to_string(covered) + " bytes but the data section has " +
+             std::to_string(data_size) + " (wrong header length, or bytes appended to the file?)");
 
     for (size_t i = 0; i < tensors_.size(); ++i) by_name_.emplace(tensors_[i].name, i);
 }

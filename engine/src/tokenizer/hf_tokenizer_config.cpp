@@ -17,8 +17,11 @@ nlohmann::json read_json_file(const std::string& path) {
     if (!in) throw Error(ErrorKind::NotFound, path, "cannot open file");
     std::stringstream buffer;
     buffer << in.rdbuf();
+    const std::string text = buffer.str();
+    if (const size_t nul = text.find('\0'); nul != std::string::npos)  // nlohmann stops at a NUL byte
+        throw Error(ErrorKind::Format, path, "malformed JSON: a NUL byte at byte " + std::to_string(nul));
     try {
-        return nlohmann::json::parse(buffer.str());
+        return nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
         throw Error(ErrorKind::Format, path, std::string("malformed JSON: ") + e.what());
     }

@@ -9,6 +9,10 @@
 namespace lorascope::json {
 
 Json parse(const std::string& text, const std::string& path) {
+    // nlohmann's lexer takes a NUL byte for the end of the input, so "{}\0anything" would parse;
+    // JSON has no raw NUL (control characters are escaped), Python's json and serde refuse it.
+    if (const size_t nul = text.find('\0'); nul != std::string::npos)
+        throw Error(ErrorKind::Format, path, "malformed JSON at byte " + std::to_string(nul) + ": a NUL byte");
     try {
         return Json::parse(text);
     } catch (const Json::parse_error& e) {
