@@ -49,7 +49,7 @@ def jheader(obj):
     return json.dumps(obj, separators=(",", ":"))
 
 
-def corpus():
+def corpus(extra_dirs=()):
     files = {}
     base = save({"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.arange(4, dtype=np.int64),
                  "c": np.zeros((0, 3), np.float16), "d": np.arange(3, dtype=np.uint8)},
@@ -123,10 +123,11 @@ def corpus():
         files["metadata_" + name] = file_bytes(jheader({"__metadata__": meta}))
     files["metadata_with_tensor"] = file_bytes(jheader({"__metadata__": {"format": "pt"}, "w": entry()}), d8)
 
-    if os.path.isdir(FUZZ_SEEDS):
-        for name in sorted(os.listdir(FUZZ_SEEDS)):
-            with open(os.path.join(FUZZ_SEEDS, name), "rb") as f:
-                files["fuzz_" + name] = f.read()
+    for prefix, d in [("fuzz_", FUZZ_SEEDS)] + [(f"extra{i}_", d) for i, d in enumerate(extra_dirs)]:
+        if os.path.isdir(d):
+            for name in sorted(os.listdir(d)):
+                with open(os.path.join(d, name), "rb") as f:
+                    files[prefix + name] = f.read()
     return files
 
 
@@ -157,11 +158,13 @@ def library_decision(path):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
+    parser.add_argument("--extra", action="append", default=[],
+                        help="more files to decide, e.g. a fuzzing run's corpus (build/fuzz/corpus/safetensors)")
     args = parser.parse_args()
     out = os.path.join(args.out, "safetensors_corpus")
     os.makedirs(out, exist_ok=True)
     records = {}
-    for name, data in corpus().items():
+    for name, data in corpus(args.extra).items():
         path = os.path.join(out, name + ".safetensors")
         with open(path, "wb") as f:
             f.write(data)

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "lorascope/error.h"
 #include "util/json_read.h"
@@ -32,7 +33,10 @@ constexpr DTypeName kDTypes[] = {
 };
 
 // Valid in the safetensors format but not something we can hand to the models.
-constexpr const char* kKnownUnsupported[] = {"U16", "U32", "U64", "F8_E4M3", "F8_E5M2"};
+// Checked like the others (their sizes), refused only once the file proved well-formed, so that a
+// corrupt file is a Format error whatever dtypes it names, as the reference implementation decides.
+constexpr std::pair<const char*, size_t> kKnownUnsupported[] = {
+    {"U16", 2}, {"U32", 4}, {"U64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
 
 std::string dirname_of(const std::string& path) {
     auto slash = path.rfind('/');
@@ -144,6 +148,7 @@ void SafetensorsFile::parse_and_validate() {
     if (!header.is_object()) fail("header is not a JSON object");
 
     tensors_.reserve(header.size());
+    std::string unsupported;  // the first tensor of a valid but unsupported dtype
     for (auto it = header.begin(); it != header.end(); ++it) {
         const std::string& name = it.key();
         const Json& entry = it.value();
@@ -165,6 +170,7 @@ void SafetensorsFile::parse_and_validate() {
         if (dtype_it == entry.end() || !dtype_it->is_string()) fail(where + "missing or non-string 'dtype'");
         const std::string dtype_name = dtype_it->get<std::string>();
         bool known = false;
+        size_t unsupported_size = 0;
         for (const auto& d : kDTypes) {
             if (dtype_name == d.name) {
                 info.dtype = d.dtype;
@@ -172,10 +178,10 @@ void SafetensorsFile::parse_and_validate() {
             }
         }
         if (!known) {
-            for (const char* u : kKnownUnsupported)
-                if (dtype_name == u)
-                    throw Error(ErrorKind::Unsupported, path, where + "dtype " + dtype_name + " is not supported");
-            fail(where + "unknown dtype '" + dtype_name + "'");
+            for (const auto& [u, size] : kKnownUnsupported)
+                if (dtype_name == u) unsupported_size = size;
+            if (unsupported_size == 0) fail(where + "unknown dtype '" + dtype_name + "'");
+            if (unsupported.empty()) unsupported = where + "dtype " + dtype_name + " is not supported";
         }
 
         auto shape_it = entry.find("shape");
@@ -190,7 +196,7 @@ void SafetensorsFile::parse_and_validate() {
             else numel *= dim;
             info.shape.push_back(static_cast<int64_t>(std::min<uint64_t>(dim, std::numeric_limits<int64_t>::max())));
         }
-        const uint64_t elem = dtype_size(info.dtype);
+        const uint64_t elem = known ? dtype_size(info.dtype) : unsupported_size;
         if (overflow || numel > std::numeric_limits<uint64_t>::max() / elem)
             fail(where + "shape " + shape_it->dump() + " is too large");
 
@@ -237,6 +243,7 @@ void SafetensorsFile::parse_and_validate() {
     if (covered != data_size)
         fail("the tensors cover " + std::to_string(covered) + " bytes but the data section has " +
              std::to_string(data_size) + " (wrong header length, or bytes appended to the file?)");
+    if (!unsupported.empty()) throw Error(ErrorKind::Unsupported, path, unsupported);
 
     for (size_t i = 0; i < tensors_.size(); ++i) by_name_.emplace(tensors_[i].name, i);
 }
