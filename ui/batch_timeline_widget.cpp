@@ -55,7 +55,7 @@ void BatchTimelineWidget::paintEvent(QPaintEvent*) {
     const Geometry g = geometry();
     p.setPen(palette().color(QPalette::Text));
     p.drawText(QRect(4, 2, width() - 8, g.top - 4), Qt::AlignLeft | Qt::AlignVCenter,
-               tr("rows ↓  steps →   ▨ prefill (joins)   ▌dark edge: leaves   grey strip: padding share"));
+               tr("rows ↓  steps →   ▨ prefill (joins)   ▌dark edge: leaves   ▁ bar: the row's KV-cache blocks   grey strip: padding share"));
     if (samples.empty()) {
         p.setPen(palette().color(QPalette::PlaceholderText));
         p.drawText(rect(), Qt::AlignCenter, tr("No engine steps yet"));
@@ -67,6 +67,12 @@ void BatchTimelineWidget::paintEvent(QPaintEvent*) {
     for (int r = 0; r < g.rows; r += label_every)
         p.drawText(QRect(0, g.top + r * g.cell_h, g.left - 4, g.cell_h), Qt::AlignRight | Qt::AlignVCenter, QString::number(r));
     const QColor leave_edge(40, 40, 40);
+    // Cache occupancy per row: a bar along the cell's bottom, full width at the most blocks any
+    // row in view references.
+    int64_t most_blocks = 1;
+    for (int s = 0; s < g.steps; ++s)
+        for (int64_t b : samples[size_t(g.first_sample + s)].stats.row_kv_blocks) most_blocks = qMax(most_blocks, b);
+    const QColor kv_bar(30, 60, 110);
     for (int s = 0; s < g.steps; ++s) {
         const StepSample& step = samples[size_t(g.first_sample + s)];
         const StepSample* next = g.first_sample + s + 1 < int(samples.size()) ? &samples[size_t(g.first_sample + s + 1)] : nullptr;
@@ -81,6 +87,10 @@ void BatchTimelineWidget::paintEvent(QPaintEvent*) {
             if (prefill) p.fillRect(cell, QBrush(colour.darker(170), Qt::BDiagPattern));
             const bool leaves = next && std::find(next->row_tickets.begin(), next->row_tickets.end(), t) == next->row_tickets.end();
             if (leaves) p.fillRect(QRect(cell.right() - 1, cell.top(), 2, cell.height()), leave_edge);
+            if (r < step.stats.row_kv_blocks.size() && g.cell_h >= 5) {
+                const int w = int(double(cell.width()) * double(step.stats.row_kv_blocks[r]) / double(most_blocks) + 0.5);
+                p.fillRect(QRect(cell.left(), cell.bottom() - 1, qMax(1, w), 2), kv_bar);
+            }
         }
         // Padding share of the positions this step computed.
         const double share = StepStatsModel::paddingShare(step.stats);
@@ -108,6 +118,8 @@ QString BatchTimelineWidget::describeAt(const QPoint& pos) const {
         const bool prefill = size_t(r) < step.stats.row_prefill.size() && step.stats.row_prefill[size_t(r)];
         text += tr("\nrow %1: request %2 (%3)%4").arg(r).arg(step.row_tickets[size_t(r)])
                     .arg(adapter.isEmpty() ? tr("base") : adapter).arg(prefill ? tr(", prefill: joined this step") : QString());
+        if (size_t(r) < step.stats.row_kv_blocks.size())
+            text += tr("\nKV cache: %1 blocks of %2 positions").arg(step.stats.row_kv_blocks[size_t(r)]).arg(step.stats.kv_block_size);
     } else {
         text += tr("\nrow %1: empty").arg(r);
     }

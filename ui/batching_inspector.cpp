@@ -166,10 +166,12 @@ void BatchingInspector::refreshCharts() {
     }
     if (!samples.empty()) {
         const StepStats& s = samples.back().stats;
-        summary_->setText(tr("step %1 · %2 rows · queue %3 · padding %4% · KV %5 of %6 · %7 ms")
+        summary_->setText(tr("step %1 · %2 rows · queue %3 · pad %4% · KV %5, %6/%7 blocks, moved %8 · %9 ms")
                               .arg(s.step).arg(s.rows).arg(s.queue_depth)
                               .arg(100.0 * StepStatsModel::paddingShare(s), 0, 'f', 1)
-                              .arg(humanBytes(s.kv_bytes_in_use), humanBytes(s.kv_bytes_allocated))
+                              .arg(humanBytes(s.kv_bytes_in_use))
+                              .arg(s.kv_blocks_used).arg(s.kv_blocks_total)
+                              .arg(humanBytes(s.cache_bytes_moved))
                               .arg(s.wall_ms, 0, 'f', 1));
     }
 }

@@ -36,6 +36,14 @@ EngineBridge::EngineBridge(EngineFactory factory, QObject* parent)
 EngineBridge::~EngineBridge() {
     drain_timer_.stop();
     if (loading_) loading_->cancelled = true;
+    // The worker may be inside unload_adapter(), which waits for the requests that pin the
+    // adapter; while the engine is paused they never end. Release them first (cancel, unpause),
+    // or joining the worker below waits for ever.
+    if (engine_) {
+        engine_->set_stats_listener({});
+        engine_->cancel_all();
+        engine_->set_paused(false);
+    }
     // Finish the running job (it may hold the engine) and drop the rest, then tear the engine
     // down here: its destructor cancels what is left and joins its thread.
     worker_.reset();
@@ -112,6 +120,10 @@ void EngineBridge::adoptEngine(std::shared_ptr<Engine> engine, const EngineOptio
 void EngineBridge::releaseEngine() {
     if (!engine_) return;
     engine_->set_stats_listener({});
+    // As in the destructor: a queued unload_adapter() on the worker must not wait for requests
+    // of a paused engine that is going away.
+    engine_->cancel_all();
+    engine_->set_paused(false);
     engine_ids_.clear();
     tickets_.clear();
     // The destructor cancels and joins, which can take a step's time: not on the GUI thread.
@@ -225,6 +237,18 @@ void EngineBridge::drainNow() { onDrainTimer(); }
 void EngineBridge::onDrainTimer() {
     QueuedEvents events = queue_->take();
     if (events.tokens.empty() && events.finishes.empty() && events.steps.empty()) return;
+    // Tickets that finished one drain ago: the statistics of their last step have arrived by now
+    // (a step publishes them after its finishes), so their entries go and the maps stay bounded.
+    for (Ticket t : retiring_) {
+        auto id = engine_ids_.find(t);
+        if (id != engine_ids_.end()) {
+            tickets_.erase(id->second);
+            engine_ids_.erase(id);
+        }
+        adapter_of_.erase(t);
+        active_.erase(t);
+    }
+    retiring_.clear();
     DrainBatch batch;
     batch.tokens.reserve(events.tokens.size());
     for (auto& t : events.tokens) {
@@ -238,6 +262,7 @@ void EngineBridge::onDrainTimer() {
     }
     for (auto& f : events.finishes) {
         active_[f.ticket] = false;
+        retiring_.push_back(f.ticket);
         batch.finishes.push_back({f.ticket, std::move(f.event)});
     }
     for (auto& s : events.steps) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "bridge_events.h"
 #include "lorascope/engine.h"
@@ -97,6 +98,7 @@ private:
     std::unordered_map<RequestId, Ticket> tickets_;        // and back, for step statistics
     std::unordered_map<Ticket, QString> adapter_of_;       // for timeline colouring
     std::unordered_map<Ticket, bool> active_;
+    std::vector<Ticket> retiring_;                         // finished: erased at the next drain
     bool paused_ = false;
     QTimer drain_timer_;
 };

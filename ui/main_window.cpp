@@ -31,6 +31,7 @@
 #include "model_panel.h"
 #include "params_panel.h"
 #include "prompt_composer.h"
+#include "remote_backend.h"
 #include "request_board.h"
 #include "request_table_model.h"
 #include "results_export.h"
@@ -207,7 +208,8 @@ void MainWindow::connectBridge() {
         model_panel_->setLoading(false);
         model_panel_->showSummary(dir, *bridge_->modelConfig(), *bridge_->generationConfig());
         params_panel_->setGenerationConfig(*bridge_->generationConfig());
-        adapters_->clear();   // a new engine starts without adapters
+        adapters_->clear();   // a new engine starts without adapters (a remote one with the server's)
+        for (const auto& a : bridge_->adapters()) adapters_->markLoaded(a);
         steps_->clear();
         inspector_->setEngineAvailable(true);
         rememberRecent(kRecentModels, dir);
@@ -246,6 +248,9 @@ void MainWindow::loadModel(const QString& dir) {
         return;
     }
     model_panel_->setModelDir(dir);
+    // A server's token goes to the remote backend in memory; the location alone is remembered.
+    if (isRemoteLocation(dir))
+        RemoteCredentials::setToken(QString::fromStdString(model_panel_->options().model_dir), model_panel_->apiToken());
     bridge_->loadModel(model_panel_->options());
 }
 

@@ -16,6 +16,8 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include "remote_backend.h"
+
 namespace lorascope::ui {
 
 QString familyLabel(Family family) {
@@ -32,6 +34,15 @@ QString modelSummaryHtml(const QString& dir, const ModelConfig& m, const Generat
     auto row = [&rows](const QString& k, const QString& v) {
         rows += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(k.toHtmlEscaped(), v.toHtmlEscaped());
     };
+    if (isRemoteLocation(dir)) {
+        // What a server says about itself; the family-specific sizes are not known here.
+        const RemoteEndpoint e = parseRemoteLocation(dir);
+        row(QObject::tr("Server"), e.url.toString());
+        row(QObject::tr("API"), e.dialect == RemoteDialect::Lorax ? QObject::tr("LoRAX (/generate_stream with details)")
+                                                                  : QObject::tr("OpenAI (/v1/completions, streamed, logprobs)"));
+        row(QObject::tr("Model"), QString::fromStdString(m.name_or_path));
+        return QStringLiteral("<table cellspacing=2>%1</table>").arg(rows);
+    }
     row(QObject::tr("Directory"), dir);
     row(QObject::tr("Family"), QStringLiteral("%1 (%2)").arg(familyLabel(m.family), QString::fromStdString(m.model_type)));
     if (!m.name_or_path.empty()) row(QObject::tr("Name"), QString::fromStdString(m.name_or_path));
@@ -74,7 +85,7 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent), elapsed_(std::make_un
     dir_->setEditable(true);
     dir_->setInsertPolicy(QComboBox::NoInsert);
     dir_->setAccessibleName(tr("Model directory"));
-    dir_->lineEdit()->setPlaceholderText(tr("Hugging Face checkpoint directory"));
+    dir_->lineEdit()->setPlaceholderText(tr("Checkpoint directory, or a server: http://host:port (LoRAX), openai+http://host:port"));
     dir_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     dir_->setMinimumContentsLength(16);
     layout->addWidget(dir_);
@@ -103,6 +114,11 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent), elapsed_(std::make_un
     form->addRow(tr("Device"), device_);
     form->addRow(tr("Dtype"), dtype_);
     form->addRow(tr("Threads"), threads_);
+    token_ = new QLineEdit(this);
+    token_->setEchoMode(QLineEdit::Password);
+    token_->setPlaceholderText(tr("for a server that needs one"));
+    token_->setAccessibleName(tr("Server API token"));
+    form->addRow(tr("API token"), token_);
     layout->addLayout(form);
 
     auto* load_row = new QHBoxLayout;
@@ -147,7 +163,8 @@ void ModelPanel::setModelDir(const QString& dir) { dir_->setEditText(dir); }
 
 EngineOptions ModelPanel::options() const {
     EngineOptions o;
-    o.model_dir = QDir::cleanPath(modelDir()).toStdString();
+    // cleanPath would fold a server URL's "//".
+    o.model_dir = (isRemoteLocation(modelDir()) ? modelDir() : QDir::cleanPath(modelDir())).toStdString();
     o.device = device_->currentText().trimmed().toStdString();
     o.dtype = dtype_->currentText().toStdString();
     o.threads = threads_->value();
@@ -166,6 +183,7 @@ void ModelPanel::setDevice(const QString& device) {
 }
 void ModelPanel::setDtype(const QString& dtype) { if (!dtype.isEmpty()) dtype_->setCurrentText(dtype); }
 void ModelPanel::setThreads(int threads) { threads_->setValue(threads); }
+QString ModelPanel::apiToken() const { return token_->text(); }
 
 void ModelPanel::setLoading(bool loading, const QString& dir) {
     load_->setEnabled(!loading);

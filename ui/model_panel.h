@@ -9,6 +9,7 @@
 
 class QComboBox;
 class QLabel;
+class QLineEdit;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
@@ -31,6 +32,8 @@ public:
     void setDevice(const QString& device);
     void setDtype(const QString& dtype);
     void setThreads(int threads);
+    // The API token for a server location (http://..., openai+http://...); never stored.
+    QString apiToken() const;
 
     void setLoading(bool loading, const QString& dir = {});
     void showSummary(const QString& dir, const ModelConfig& model, const GenerationConfig& generation);
@@ -50,6 +53,7 @@ private:
     QComboBox* device_ = nullptr;
     QComboBox* dtype_ = nullptr;
     QSpinBox* threads_ = nullptr;
+    QLineEdit* token_ = nullptr;
     QPushButton *browse_ = nullptr, *hf_ = nullptr, *load_ = nullptr, *cancel_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QLabel* status_ = nullptr;

@@ -34,7 +34,8 @@ using nlohmann::json;
 const char* const kUsage =
     "usage: lorascope-cli bench --model DIR --workload FILE [--report FILE|-] [--static]\n"
     "                           [engine options: --threads N --device D --dtype T --max-batch-size N\n"
-    "                            --max-batch-tokens N --adapter NAME=DIR ...]\n"
+    "                            --max-batch-tokens N --kv-cache-mb MIB --prefill-budget TOKENS\n"
+    "                            --adapter NAME=DIR ...]\n"
     "  workload: {\"name\", \"requests\": [{\"prompt\"|\"input_ids\", \"adapter\", \"params\"}...]\n"
     "             or \"synthetic\": {\"count\", \"prompt_tokens\": [min, max], \"seed\", \"min_id\"},\n"
     "             \"params\": {...defaults for every request...}, \"adapters\": [names, round robin],\n"
@@ -141,6 +142,9 @@ int cmd_bench(int argc, char** argv) {
     // Statistics arrive on the engine thread.
     std::mutex stats_mutex;
     int64_t steps = 0, row_sum = 0, padded = 0, computed = 0, peak_kv = 0;
+    // Cache maintenance: what joins, leaves and beam reorders copied, against what newcomers'
+    // prompts wrote into their own blocks.
+    int64_t bytes_moved = 0, most_moved = 0, bytes_prefilled = 0, kv_blocks_total = 0, deferred_steps = 0;
     // Where the engine's time goes: steps that prefilled newcomers against decode-only steps.
     int64_t prefill_steps = 0;
     double prefill_step_ms = 0, decode_step_ms = 0;
@@ -151,6 +155,11 @@ int cmd_bench(int argc, char** argv) {
         padded += s.padded_tokens;
         computed += s.prefill_tokens + s.decode_tokens + s.padded_tokens;
         peak_kv = std::max(peak_kv, s.kv_bytes_allocated);
+        bytes_moved += s.cache_bytes_moved;
+        most_moved = std::max(most_moved, s.cache_bytes_moved);
+        bytes_prefilled += s.cache_bytes_prefilled;
+        kv_blocks_total = s.kv_blocks_total;
+        deferred_steps += s.prefill_tokens_deferred > 0;
         if (s.prefill_tokens > 0) {
             ++prefill_steps;
             prefill_step_ms += s.wall_ms;
@@ -209,6 +218,13 @@ int cmd_bench(int argc, char** argv) {
         {"mean_batch_rows", steps ? static_cast<double>(row_sum) / static_cast<double>(steps) : 0.0},
         {"padding_share", computed ? static_cast<double>(padded) / static_cast<double>(computed) : 0.0},
         {"peak_kv_bytes", peak_kv},
+        {"kv_cache",
+         {{"blocks", kv_blocks_total},
+          {"bytes_moved", bytes_moved},
+          {"most_bytes_moved_in_a_step", most_moved},
+          {"bytes_prefilled", bytes_prefilled}}},
+        {"prefill_budget_tokens", options.prefill_budget_tokens},
+        {"steps_with_deferred_prefill", deferred_steps},
         {"step_ms",
          {{"with_prefill", {{"steps", prefill_steps}, {"total", prefill_step_ms}}},
           {"decode_only", {{"steps", steps - prefill_steps}, {"total", decode_step_ms}}}}},

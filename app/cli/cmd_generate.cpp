@@ -27,7 +27,8 @@ using nlohmann::json;
 const char* const kUsage =
     "usage: lorascope-cli generate --model DIR [--adapter NAME=DIR]... [--threads N] [--device cpu|cuda]\n"
     "         [--dtype float32|float16|bfloat16] [--max-batch-size N] [--max-batch-tokens N]\n"
-    "         [--adapter-memory-budget BYTES] [--input FILE|-] [--output FILE|-] [--stats FILE]\n"
+    "         [--adapter-memory-budget BYTES] [--kv-cache-mb MIB] [--prefill-budget TOKENS]\n"
+    "         [--input FILE|-] [--output FILE|-] [--stats FILE]\n"
     "       lorascope-cli generate --demo [--demo-model t5|bart|bloom] [--demo-dir DIR] [options above]\n"
     "  input:  JSON Lines {\"id\", \"prompt\" | \"input_ids\", \"adapter\", \"params\": {max_new_tokens, min_new_tokens,\n"
     "          do_sample, temperature, top_k, top_p, typical_p, min_p, repetition_penalty, no_repeat_ngram_size,\n"
@@ -35,6 +36,10 @@ const char* const kUsage =
     "  output: JSON Lines {\"id\", \"text\", \"token_ids\", \"finish_reason\", \"prompt_tokens\", \"generated_tokens\",\n"
     "          \"logprobs\" (when asked), \"error\" (when the request failed)}, in completion order\n"
     "  --stats FILE: one JSON line per engine step\n"
+    "  --kv-cache-mb: the KV cache's size (default: from the model and the free memory); requests that\n"
+    "          do not fit wait in the queue\n"
+    "  --prefill-budget: prompt tokens prefilled per step at most (default 64; 0 = no limit), so that\n"
+    "          running requests keep decoding while newcomers are prefilled\n"
     "  --demo: the trained demo pack's model (default t5) with all its adapters; without --input, each example\n"
     "          prompt is decoded under the base model and every adapter in one batch (ids \"exN/<target>\")\n";
 
@@ -46,7 +51,7 @@ public:
     void on_token(const TokenEvent&) override {}
     void on_finish(const FinishEvent& e) override {
         std::lock_guard<std::mutex> lock(mutex_);
-        json line = {{"id", ids_[e.id]},
+        json line = {{"id", client_id_of(e.client_id)},
                      {"text", e.text},
                      {"token_ids", e.token_ids},
                      {"finish_reason", to_string(e.reason)},
@@ -63,13 +68,10 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         writer_.write({{"id", client_id}, {"finish_reason", "error"}, {"error", message}});
     }
-    // Submits under the lock so that expect() happens before the request can finish.
-    RequestId submit(Engine& engine, Request request, json client_id, const std::shared_ptr<OutputSink>& self) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        const RequestId id = engine.submit(std::move(request), self);
-        ids_[id] = std::move(client_id);
-        return id;
-    }
+    // The engine echoes Request::client_id; this sink sets it to the id's JSON text, so that an
+    // id keeps its JSON type (7 and "7" stay apart) and no map of ids grows with the input.
+    static std::string client_id_for(const json& id) { return id.dump(); }
+    static json client_id_of(const std::string& text) { return json::parse(text, nullptr, false); }
     void wait(size_t count) {
         std::unique_lock<std::mutex> lock(mutex_);
         done_.wait(lock, [&] { return finished_ >= count; });
@@ -79,7 +81,6 @@ private:
     JsonLineWriter& writer_;
     std::mutex mutex_;
     std::condition_variable done_;
-    std::map<RequestId, json> ids_;
     size_t finished_ = 0;
 };
 
@@ -94,11 +95,17 @@ json stats_line(const StepStats& s) {
             {"padded_tokens", s.padded_tokens},
             {"kv_bytes_allocated", s.kv_bytes_allocated},
             {"kv_bytes_in_use", s.kv_bytes_in_use},
+            {"prefill_tokens_deferred", s.prefill_tokens_deferred},
+            {"kv_blocks_total", s.kv_blocks_total},
+            {"kv_blocks_used", s.kv_blocks_used},
+            {"cache_bytes_moved", s.cache_bytes_moved},
+            {"cache_bytes_prefilled", s.cache_bytes_prefilled},
             {"queue_depth", s.queue_depth},
             {"adapter_bytes", s.adapter_bytes},
             {"rows_per_adapter", per_adapter},
             {"row_requests", s.row_requests},
-            {"row_prefill", s.row_prefill}};
+            {"row_prefill", s.row_prefill},
+            {"row_kv_blocks", s.row_kv_blocks}};
 }
 
 // The demo tour: every example prompt under the base model and each adapter, all submitted at
@@ -139,8 +146,9 @@ int cmd_generate(int argc, char** argv) {
     std::unique_ptr<JsonLineWriter> stats_writer;
     if (auto path = args.get("stats")) stats_writer = std::make_unique<JsonLineWriter>(*path);
 
-    auto engine = create_engine_with_adapters(args, options);
+    // Declared before the engine, whose thread calls the listener until the engine is destroyed.
     std::mutex stats_mutex;
+    auto engine = create_engine_with_adapters(args, options);
     if (stats_writer) {
         engine->set_stats_listener([&](const StepStats& s) {
             std::lock_guard<std::mutex> lock(stats_mutex);
@@ -160,8 +168,8 @@ int cmd_generate(int argc, char** argv) {
         }
         try {
             Request request = parse_request(*line.value, source);
-            request.client_id = client_id.is_string() ? client_id.get<std::string>() : client_id.dump();
-            sink->submit(*engine, std::move(request), client_id, sink);
+            request.client_id = OutputSink::client_id_for(client_id);
+            engine->submit(std::move(request), sink);
             ++submitted;
         } catch (const Error& e) {
             sink->write_error(client_id, e.what());

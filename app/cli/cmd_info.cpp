@@ -1,25 +1,19 @@
 // lorascope-cli info: a JSON summary of a model directory (architecture, weights on disk,
-// tokenizer, generation defaults) and of PEFT adapters; --load loads every tensor through the
-// WeightStore so that load time and peak memory can be measured.
-#include <chrono>
+// tokenizer, generation defaults) and of PEFT adapters; --load loads every tensor as the model
+// would so that load time and peak memory can be measured.
 #include <cstdio>
 #include <iostream>
-#include <map>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
-#include "adapters/adapter_registry.h"
 #include "args.h"
 #include "commands.h"
-#include "io/peft.h"
-#include "io/safetensors.h"
-#include "io/weights_torch.h"
 #include "lorascope/adapter.h"
 #include "lorascope/config.h"
 #include "lorascope/error.h"
+#include "lorascope/inspect.h"
+#include "lorascope/model_check.h"
 #include "lorascope/tokenizer.h"
-#include "models/model.h"
 
 namespace lorascope::cli {
 namespace {
@@ -94,27 +88,17 @@ ordered_json architecture_json(const ModelConfig& m) {
     return a;
 }
 
-ordered_json weights_json(const io::SafetensorsCheckpoint& ckpt) {
+ordered_json weights_json(const WeightsFacts& facts) {
     ordered_json w;
-    w["format"] = "safetensors";
-    w["sharded"] = ckpt.sharded();
+    w["format"] = facts.format;
+    w["sharded"] = facts.sharded;
     ordered_json files = ordered_json::array();
-    for (const auto& shard : ckpt.shards()) files.push_back({{"path", shard->path()}, {"bytes", shard->file_bytes()}});
+    for (const auto& file : facts.files) files.push_back({{"path", file.path}, {"bytes", file.bytes}});
     w["files"] = files;
-    w["file_bytes"] = ckpt.file_bytes();
-    // Tied weights are stored once; two names over the same bytes would still count once.
-    std::set<std::pair<const io::SafetensorsFile*, uint64_t>> seen;
-    std::map<std::string, int64_t> params_by_dtype;
-    int64_t parameters = 0;
-    for (const auto& name : ckpt.names()) {
-        const auto* e = ckpt.find(name);
-        if (e->info->nbytes() > 0 && !seen.emplace(e->file, e->info->begin).second) continue;
-        parameters += e->info->numel();
-        params_by_dtype[io::to_string(e->info->dtype)] += e->info->numel();
-    }
-    w["tensors"] = ckpt.names().size();
-    w["parameters"] = parameters;
-    w["dtypes"] = params_by_dtype;  // parameters per stored dtype
+    w["file_bytes"] = facts.file_bytes;
+    w["tensors"] = facts.tensors;
+    w["parameters"] = facts.parameters;
+    w["dtypes"] = facts.parameters_per_dtype;  // parameters per stored dtype
     return w;
 }
 
@@ -153,58 +137,30 @@ ordered_json generation_json(const GenerationConfig& g) {
                         {"forced_eos_token_id", optional_json(g.forced_eos_token_id)}};
 }
 
-ordered_json adapter_json(const std::string& name, const std::string& dir) {
-    auto adapter = io::PeftAdapter::open(dir);
-    const AdapterConfig& c = adapter->config();
-    std::set<int64_t> ranks;
-    std::set<std::string> leaf_names;
-    for (const auto& m : adapter->modules()) {
-        ranks.insert(m.rank);
-        leaf_names.insert(m.module.substr(m.module.rfind('.') + 1));
-    }
+ordered_json adapter_json(const std::string& name, const AdapterFacts& facts) {
+    const AdapterConfig& c = facts.config;
     ordered_json targets = c.target_modules_regex ? ordered_json(*c.target_modules_regex) : ordered_json(c.target_modules);
     return ordered_json{{"name", name},
-                        {"directory", dir},
+                        {"directory", facts.directory},
                         {"r", c.r},
                         {"lora_alpha", c.lora_alpha},
                         {"use_rslora", c.use_rslora},
                         {"target_modules", targets},
-                        {"adapted_module_names", leaf_names},
-                        {"modules", adapter->modules().size()},
-                        {"ranks", ranks},
-                        {"parameters", adapter->parameter_count()},
-                        {"file_bytes", adapter->file_bytes()},
+                        {"adapted_module_names", facts.adapted_module_names},
+                        {"modules", facts.modules},
+                        {"ranks", facts.ranks},
+                        {"parameters", facts.parameters},
+                        {"file_bytes", facts.file_bytes},
                         {"base_model_name_or_path", c.base_model_name_or_path},
                         {"task_type", c.task_type}};
 }
 
-// Loads every stored tensor as float32 and keeps them all alive, as a model would, so that
-// /usr/bin/time sees the real peak. The checksum touches every byte.
-ordered_json load_json(const std::string& dir, const ModelConfig& config) {
-    const auto start = std::chrono::steady_clock::now();
-    io::WeightLoadOptions options;
-    options.dtype = at::kFloat;
-    auto store = io::WeightStore::open(dir, config, options);
-    std::vector<at::Tensor> kept;
-    double checksum = 0;
-    int64_t bytes = 0;
-    for (const auto& name : store->file_tensor_names()) {
-        at::Tensor t = store->get(name).contiguous();
-        bytes += t.numel() * t.element_size();
-        if (t.scalar_type() == at::kFloat) {
-            const float* p = t.data_ptr<float>();
-            double acc = 0;
-            for (int64_t i = 0, n = t.numel(); i < n; ++i) acc += p[i];
-            checksum += acc;
-        }
-        kept.push_back(std::move(t));
-    }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return ordered_json{{"dtype", "float32"},
-                        {"tensors", kept.size()},
-                        {"bytes", bytes},
-                        {"seconds", seconds},
-                        {"checksum", checksum}};
+ordered_json load_json(const WeightLoadFacts& facts) {
+    return ordered_json{{"dtype", facts.dtype},
+                        {"tensors", facts.tensors},
+                        {"bytes", facts.bytes},
+                        {"seconds", facts.seconds},
+                        {"checksum", facts.checksum}};
 }
 
 }  // namespace
@@ -231,26 +187,21 @@ int cmd_info(int argc, char** argv) {
     out["encoder_decoder"] = config.is_encoder_decoder();
     out["vocab_size"] = config.vocab_size();
     out["architecture"] = architecture_json(config);
-    out["weights"] = weights_json(*io::open_model_checkpoint(dir));
+    out["weights"] = weights_json(describe_weights(dir));
     out["tokenizer"] = tokenizer_json(dir);
     out["generation"] = generation_json(load_generation_config(dir, config));
 
     ordered_json adapter_list = ordered_json::array();
-    std::unique_ptr<models::Model> model;   // loaded only when adapters are to be validated
-    std::unique_ptr<adapters::AdapterRegistry> registry;
+    AdapterValidator validator(dir);   // loads the model only when an adapter is to be validated
     for (const auto& spec : args.all("adapter")) {
         const auto eq = spec.find('=');
         if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
             throw Error(ErrorKind::InvalidArgument, "--adapter expects NAME=DIR, got '" + spec + "'");
         const std::string name = spec.substr(0, eq), adapter_dir = spec.substr(eq + 1);
-        ordered_json a = adapter_json(name, adapter_dir);
+        ordered_json a = adapter_json(name, describe_adapter(adapter_dir));
         // Validated as the engine would before accepting it: modules exist in this architecture,
         // A/B shapes fit, patterns resolve; a failure throws and the command reports it.
-        if (!model) {
-            model = models::load_model(dir);
-            registry = std::make_unique<adapters::AdapterRegistry>(*model);
-        }
-        const AdapterInfo info = registry->load(name, adapter_dir);
+        const AdapterInfo info = validator.validate(name, adapter_dir);
         a["validation"] = info.warnings.empty() ? "ok" : "ok with warnings";
         a["applied"] = ordered_json{{"rank", info.rank},
                                     {"lora_alpha", info.alpha},
@@ -261,7 +212,7 @@ int cmd_info(int argc, char** argv) {
         adapter_list.push_back(std::move(a));
     }
     out["adapters"] = adapter_list;
-    if (args.has("load")) out["load"] = load_json(dir, config);
+    if (args.has("load")) out["load"] = load_json(load_all_weights(dir, config));
 
     std::cout << out.dump(2) << std::endl;
     return 0;

@@ -1,7 +1,5 @@
 // lorascope-cli score: the mean cross-entropy of given targets, as Hugging Face computes the loss
 // when labels are passed, plus each target token's log-probability.
-#include <c10/core/InferenceMode.h>
-
 #include <cstdio>
 
 #include "args.h"
@@ -9,8 +7,7 @@
 #include "jsonl_io.h"
 #include "lorascope/error.h"
 #include "lorascope/runtime.h"
-#include "models/model.h"
-#include "models/scoring.h"
+#include "lorascope/score.h"
 
 namespace lorascope::cli {
 
@@ -23,7 +20,7 @@ const char* const kUsage =
     "          continuation scored after the source)\n"
     "  output: JSON Lines {\"id\", \"loss\", \"token_logprobs\"} or {\"id\", \"error\"}\n";
 
-nlohmann::json score_one(const nlohmann::json& r, const models::Model& model, const Tokenizer* tokenizer) {
+nlohmann::json score_one(const nlohmann::json& r, Scorer& scorer, const Tokenizer* tokenizer) {
     for (const auto& item : r.items())
         if (item.key() != "id" && item.key() != "source" && item.key() != "input_ids" && item.key() != "target" &&
             item.key() != "labels")
@@ -39,21 +36,21 @@ nlohmann::json score_one(const nlohmann::json& r, const models::Model& model, co
         if (!r["source"].is_string()) throw Error(ErrorKind::InvalidArgument, "\"source\" must be a string");
         source = tokenizer->encode(r["source"].get<std::string>(), true);
     } else {
-        source = read_ids(r, "input_ids", model.vocab_size());
+        source = read_ids(r, "input_ids", scorer.vocab_size());
     }
     if (r.contains("target")) {
         if (!r["target"].is_string()) throw Error(ErrorKind::InvalidArgument, "\"target\" must be a string");
         // Seq2seq targets are tokenized like HF's text_target (with the model's special tokens);
         // a decoder-only continuation is plain text after the prompt.
-        labels = tokenizer->encode(r["target"].get<std::string>(), model.is_encoder_decoder());
+        labels = tokenizer->encode(r["target"].get<std::string>(), scorer.is_encoder_decoder());
     } else {
-        labels = read_ids(r, "labels", model.vocab_size(), models::kIgnoreLabel);
+        labels = read_ids(r, "labels", scorer.vocab_size(), kIgnoreLabel);
         for (int64_t t : labels)
-            if (t < 0 && t != models::kIgnoreLabel)
+            if (t < 0 && t != kIgnoreLabel)
                 throw Error(ErrorKind::InvalidArgument, "\"labels\" holds " + std::to_string(t) + " (only -100 may be negative)");
     }
-    if (source.empty() && model.is_encoder_decoder()) throw Error(ErrorKind::InvalidArgument, "the source has no tokens");
-    const auto result = models::score(model, source, labels);
+    if (source.empty() && scorer.is_encoder_decoder()) throw Error(ErrorKind::InvalidArgument, "the source has no tokens");
+    const ScoreResult result = scorer.score(source, labels);
     nlohmann::json logprobs = nlohmann::json::array();
     for (const auto& lp : result.token_logprobs) logprobs.push_back(lp ? nlohmann::json(*lp) : nlohmann::json());
     return {{"loss", result.loss}, {"token_logprobs", logprobs}, {"scored_tokens", result.scored_tokens}};
@@ -70,8 +67,7 @@ int cmd_score(int argc, char** argv) {
     args.allow_only({"model", "threads", "input", "output", "help"});
     const std::string dir = args.require("model");
     set_compute_threads(static_cast<int>(args.get_int("threads", 0)));
-    c10::InferenceMode inference;
-    const auto model = models::load_model(dir);
+    const auto scorer = Scorer::open(dir);
     const auto tokenizer = load_tokenizer_if_present(dir);
     const auto lines = read_json_lines(args.get_or("input", "-"));
     JsonLineWriter out(args.get_or("output", "-"));
@@ -79,7 +75,7 @@ int cmd_score(int argc, char** argv) {
         nlohmann::json id = line.value && line.value->contains("id") ? (*line.value)["id"] : nlohmann::json();
         try {
             if (!line.value) throw Error(ErrorKind::InvalidArgument, line.parse_error);
-            nlohmann::json result = score_one(*line.value, *model, tokenizer.get());
+            nlohmann::json result = score_one(*line.value, *scorer, tokenizer.get());
             result["id"] = id;
             out.write(result);
         } catch (const Error& e) {

@@ -9,5 +9,6 @@ int cmd_tokenize(int argc, char** argv);  // cmd_tokenize.cpp
 int cmd_generate(int argc, char** argv);  // cmd_generate.cpp
 int cmd_score(int argc, char** argv);     // cmd_score.cpp
 int cmd_bench(int argc, char** argv);     // cmd_bench.cpp
+int cmd_serve(int argc, char** argv);     // cmd_serve.cpp
 
 }  // namespace lorascope::cli

@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "lorascope/error.h"
-#include "util/kernel_profile.h"
+#include "lorascope/kernel_profile.h"
 
 namespace lorascope::cli {
 
@@ -36,7 +36,7 @@ public:
     ~ProfiledEngine() override {
         try {
             inner_->wait_idle();
-            const util::KernelCounts counts = profile_.stop();
+            const KernelCounts counts = profile_.stop();
             int64_t steps = 0;
             {
                 std::lock_guard<std::mutex> lock(mutex_);
@@ -81,7 +81,7 @@ public:
 private:
     std::unique_ptr<Engine> inner_;
     std::string path_;
-    util::KernelProfile profile_;
+    KernelProfile profile_;
     std::mutex mutex_;
     std::function<void(const StepStats&)> listener_;
     int64_t steps_ = 0;
@@ -91,7 +91,7 @@ private:
 
 std::vector<std::string> engine_option_names() {
     return {"model", "threads", "device", "dtype", "max-batch-size", "max-batch-tokens", "adapter",
-            "adapter-memory-budget", "profile"};
+            "adapter-memory-budget", "kv-cache-mb", "prefill-budget", "profile"};
 }
 
 EngineOptions engine_options_from(const Args& args) {
@@ -105,6 +105,12 @@ EngineOptions engine_options_from(const Args& args) {
     options.adapter_memory_budget = args.get_int("adapter-memory-budget", 0);
     if (options.adapter_memory_budget < 0)
         throw Error(ErrorKind::InvalidArgument, "--adapter-memory-budget must be >= 0 (bytes; 0 = unlimited)");
+    options.kv_cache_mb = args.get_int("kv-cache-mb", 0);
+    if (options.kv_cache_mb < 0)
+        throw Error(ErrorKind::InvalidArgument, "--kv-cache-mb must be >= 0 (MiB; 0 = from the model and free memory)");
+    options.prefill_budget_tokens = args.get_int("prefill-budget", options.prefill_budget_tokens);
+    if (options.prefill_budget_tokens < 0)
+        throw Error(ErrorKind::InvalidArgument, "--prefill-budget must be >= 0 (prompt tokens per step; 0 = no limit)");
     if (options.threads < 0) throw Error(ErrorKind::InvalidArgument, "--threads must be >= 0");
     if (options.max_batch_size < 1) throw Error(ErrorKind::InvalidArgument, "--max-batch-size must be >= 1");
     if (options.max_batch_tokens < 1) throw Error(ErrorKind::InvalidArgument, "--max-batch-tokens must be >= 1");
@@ -113,7 +119,7 @@ EngineOptions engine_options_from(const Args& args) {
 
 std::unique_ptr<Engine> create_engine_with_adapters(const Args& args, const EngineOptions& options) {
     const std::string profile_path = args.get_or("profile", "");
-    if (!profile_path.empty() && !util::KernelProfile::available())
+    if (!profile_path.empty() && !KernelProfile::available())
         throw Error(ErrorKind::Unsupported, "--profile needs a LibTorch 2.x build (Kineto profiler); this one has none");
     std::unique_ptr<Engine> engine = Engine::create(options);
     for (const auto& spec : args.all("adapter")) {

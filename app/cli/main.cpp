@@ -22,6 +22,7 @@ const Command kCommands[] = {
     {"generate", lorascope::cli::cmd_generate, "generate for JSON Lines requests"},
     {"score", lorascope::cli::cmd_score, "cross-entropy of given targets (JSON Lines)"},
     {"bench", lorascope::cli::cmd_bench, "run a workload through the engine and report speed and memory"},
+    {"serve", lorascope::cli::cmd_serve, "serve the engine over LoRAX's HTTP API (and OpenAI /v1/completions)"},
 };
 
 void usage(FILE* out) {

@@ -23,6 +23,7 @@
 #include "main_window.h"
 #include "model_panel.h"
 #include "prompt_composer.h"
+#include "remote_backend.h"
 #include "request_table_model.h"
 #include "screenshot.h"
 
@@ -96,7 +97,12 @@ int main(int argc, char** argv) {
     }
 
     lorascope::ui::MainWindowOptions options;
-    options.engine_factory = [](const lorascope::EngineOptions& o) { return lorascope::Engine::create(o); };
+    // A server location (http://..., openai+http://...) gets the remote backend; a directory the engine.
+    options.engine_factory = [](const lorascope::EngineOptions& o) {
+        return lorascope::ui::createEngineForLocation(o, [](const lorascope::EngineOptions& local) {
+            return lorascope::Engine::create(local);
+        });
+    };
     lorascope::ui::MainWindow window(std::move(options));
     if (cli.isSet(device)) window.modelPanel()->setDevice(cli.value(device));
     if (cli.isSet(threads)) window.modelPanel()->setThreads(cli.value(threads).toInt());

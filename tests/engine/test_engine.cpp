@@ -10,6 +10,7 @@
 #include <random>
 
 #include "collecting_sink.h"
+#include "engine_test_support.h"
 #include "lorascope/engine.h"
 #include "lorascope/error.h"
 #include "lorascope/params.h"
@@ -22,40 +23,14 @@ using lorascope::Request;
 using lorascope::RequestId;
 using lorascope::test::CollectingSink;
 using json = nlohmann::json;
+using lorascope::test::greedy_request;
+using lorascope::test::load_variant;
+using lorascope::test::make_engine;
+using lorascope::test::Variant;
 
 namespace {
 
 const char* kVariants[] = {"t5_v1_0", "t5_v1_1", "bart_plain", "bart_scaled_bare", "bloom_4h", "bloom_6h_postln"};
-
-struct Variant {
-    std::string dir;
-    json records;
-};
-
-Variant load_variant(const std::string& name) {
-    const std::string root = lorascope::test::oracle_dir() + "/models/" + name;
-    std::ifstream in(root + "/records.json");
-    if (!in) throw std::runtime_error("missing oracle records " + root + "/records.json (run the oracle_models step)");
-    Variant v;
-    in >> v.records;
-    v.dir = root + "/" + v.records["model_dir"].get<std::string>();
-    return v;
-}
-
-Request greedy_request(const json& prompt, int64_t max_new_tokens) {
-    Request r;
-    r.input_ids = prompt.get<std::vector<int64_t>>();
-    r.params.max_new_tokens = max_new_tokens;
-    return r;
-}
-
-std::unique_ptr<Engine> make_engine(const std::string& dir, int64_t max_batch_size = 32) {
-    EngineOptions options;
-    options.model_dir = dir;
-    options.threads = 1;
-    options.max_batch_size = max_batch_size;
-    return Engine::create(options);
-}
 
 }  // namespace
 

@@ -9,7 +9,7 @@
 
 #include "io/peft.h"
 #include "io/safetensors.h"
-#include "io/weights_torch.h"
+#include "weights/weight_store.h"
 #include "io_test_util.h"
 #include "lorascope/adapter.h"
 #include "lorascope/config.h"

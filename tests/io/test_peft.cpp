@@ -6,7 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "io/peft.h"
-#include "io/safetensors_torch.h"
+#include "weights/safetensors_tensor.h"
 #include "io_test_util.h"
 
 using namespace lorascope;

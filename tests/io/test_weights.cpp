@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 
 #include "io/safetensors.h"
-#include "io/safetensors_torch.h"
-#include "io/weights_torch.h"
+#include "weights/safetensors_tensor.h"
+#include "weights/weight_store.h"
 #include "io_test_util.h"
 #include "lorascope/config.h"
 

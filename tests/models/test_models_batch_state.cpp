@@ -127,27 +127,83 @@ private Q_SLOTS:
         idle.concatenate(state);
         step(idle, rows);
         QVERIFY2(worst < 1e-4, qPrintable(QString("%1: worst logit difference %2").arg(variant).arg(worst)));
-        QVERIFY(state.bytes_allocated() >= state.self_cache.bytes_in_use());
+        QVERIFY(idle.bytes_allocated() >= idle.bytes_in_use());
     }
 
-    void cache_grows_in_chunks() {
-        models::KvCache cache(models::CacheShape{2, 3, 4}, 2, at::TensorOptions().dtype(at::kFloat), 16);
-        cache.reserve(5);
-        QCOMPARE(cache.capacity(), int64_t(16));
-        const void* before = cache.keys(0).data_ptr();
-        for (int t = 0; t < 16; ++t) {
-            at::Tensor k = at::full({2, 3, 1, 4}, float(t));
-            for (int l = 0; l < 2; ++l) cache.write(l, k, k);
-            cache.advance(1);
-        }
-        // Sixteen steps fit the first chunk: no reallocation, no copy.
-        QCOMPARE(cache.keys(0).data_ptr(), before);
-        at::Tensor k = at::full({2, 3, 1, 4}, 16.0f);
-        auto [keys, values] = cache.write(0, k, k);
-        QCOMPARE(cache.capacity(), int64_t(32));
-        QCOMPARE(keys.size(2), int64_t(17));
-        for (int t = 0; t <= 16; ++t) QCOMPARE(keys[1][2][t][3].item<float>(), float(t));
-        QCOMPARE(cache.bytes_in_use(), int64_t(2 * 16 * 2 * 2 * 3 * 4 * 4));
+    // Join, leave and fork are bookkeeping on block tables: the only bytes copied are one shared,
+    // partly filled block before a forked row writes into it.
+    void paged_cache_moves_only_what_it_must() {
+        c10::InferenceMode guard;
+        const int64_t bs = models::KvPool::kBlockSize;
+        auto pool = std::make_shared<models::KvPool>(models::CacheShape{2, 3, 4}, 16, at::TensorOptions().dtype(at::kFloat));
+        // Feeds n positions to every row; row b's position p holds base[b] + p (values: minus that).
+        auto feed = [&](models::DecodeState& s, int64_t n, const std::vector<float>& base) {
+            const std::vector<int64_t> added(static_cast<size_t>(s.rows()), n);
+            const auto past = s.lengths();
+            const models::PagedStep step = s.begin_forward(added, n);
+            at::Tensor k = at::empty({s.rows(), 3, n, 4});
+            for (int64_t b = 0; b < s.rows(); ++b)
+                for (int64_t t = 0; t < n; ++t) k[b].select(1, t).fill_(base[static_cast<size_t>(b)] + static_cast<float>(past[static_cast<size_t>(b)] + t));
+            for (int64_t l = 0; l < 2; ++l) step.write(l, k, -k);
+            s.advance(added);
+        };
+        auto at_position = [&](const models::DecodeState& s, int64_t row, int64_t pos) {
+            const auto& blocks = s.row(row).self.blocks;
+            const int64_t slot = blocks[static_cast<size_t>(pos / bs)] * bs + pos % bs;
+            return std::make_pair(pool->keys(1)[slot][2][3].item<float>(), pool->values(0)[slot][1][0].item<float>());
+        };
+        models::DecodeState state(pool);
+        state.add_row();
+        state.add_row();
+        feed(state, bs + 4, {0, 1000});
+        QCOMPARE(pool->used(), int64_t(4));
+        QCOMPARE(pool->take_bytes_moved(), int64_t(0));
+        QCOMPARE(at_position(state, 1, bs + 3), std::make_pair(1000.0f + bs + 3, -(1000.0f + bs + 3)));
+        // A leave: row 0's blocks return to the pool; nothing is copied.
+        state.filter({1});
+        QCOMPARE(pool->used(), int64_t(2));
+        QCOMPARE(pool->take_bytes_moved(), int64_t(0));
+        QCOMPARE(at_position(state, 0, 5).first, 1005.0f);
+        // A fork (two beams from one row): both share both blocks.
+        state.filter({0, 0});
+        QCOMPARE(pool->used(), int64_t(2));
+        QCOMPARE(pool->take_bytes_moved(), int64_t(0));
+        // The next write copies the shared, partly filled block once; the full block stays shared.
+        feed(state, 1, {5000, 6000});
+        QCOMPARE(pool->take_bytes_moved(), pool->bytes_per_block());
+        QCOMPARE(pool->used(), int64_t(3));
+        QCOMPARE(state.row(0).self.blocks[0], state.row(1).self.blocks[0]);
+        QVERIFY(state.row(0).self.blocks[1] != state.row(1).self.blocks[1]);
+        for (int64_t r = 0; r < 2; ++r) QCOMPARE(at_position(state, r, bs + 3).first, 1000.0f + bs + 3);
+        QCOMPARE(at_position(state, 0, bs + 4).first, 5000.0f + bs + 4);
+        QCOMPARE(at_position(state, 1, bs + 4).first, 6000.0f + bs + 4);
+        // A join: another state's rows over the same pool are appended by reference.
+        models::DecodeState fresh(pool);
+        fresh.add_row();
+        feed(fresh, 3, {7000});
+        const int64_t used = pool->used();
+        state.concatenate(std::move(fresh));
+        QCOMPARE(state.rows(), int64_t(3));
+        QCOMPARE(pool->used(), used);
+        QCOMPARE(pool->take_bytes_moved(), int64_t(0));
+        QCOMPARE(at_position(state, 2, 2).first, 7002.0f);
+        // Every row gone: every block is back.
+        state.erase(0, state.rows());
+        QCOMPARE(pool->used(), int64_t(0));
+    }
+
+    // A fixed pool never grows: admission's reservations fail rather than over-commit, and an
+    // allocation past the capacity is an error, not a reallocation.
+    void fixed_pool_refuses_past_capacity() {
+        c10::InferenceMode guard;
+        models::KvPool pool(models::CacheShape{1, 1, 2}, 3, at::TensorOptions().dtype(at::kFloat));
+        QVERIFY(pool.try_reserve(2));
+        QVERIFY(!pool.try_reserve(2));
+        QVERIFY(pool.try_reserve(1));
+        pool.unreserve(3);
+        QCOMPARE(pool.reserved(), int64_t(0));
+        for (int i = 0; i < 3; ++i) QVERIFY(pool.allocate() > 0);
+        QVERIFY_THROWS_EXCEPTION(std::exception, pool.allocate());
     }
 };
 

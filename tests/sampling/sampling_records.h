@@ -12,7 +12,7 @@
 
 #include "lorascope/config.h"
 #include "lorascope/params.h"
-#include "sampling/params_json.h"
+#include "params/params_json.h"
 #include "test_env.h"
 
 namespace lorascope::test {

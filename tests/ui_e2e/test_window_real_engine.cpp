@@ -327,6 +327,32 @@ private Q_SLOTS:
         QCOMPARE(w->requestModel()->recordAt(0).tokens.size(), size_t(40));
     }
 
+    // Removing an adapter that a paused request pins leaves unload_adapter() waiting on the bridge's
+    // worker; quitting then must still tear everything down at once (it used to wait for ever).
+    void removingAPinnedAdapterWhilePausedThenQuittingIsPrompt() {
+        auto w = makeWindow();
+        QVERIFY(loadThroughPanel(*w, manifest_.model));
+        QVERIFY(addAdaptersThroughPanel(*w));
+        const QString name = manifest_.adapters.front().name;
+        w->bridge()->setPaused(true);
+        ParamsPanel::Values v = w->paramsPanel()->values();
+        v.max_new_tokens = 400;
+        v.ignore_eos = true;
+        w->paramsPanel()->setValues(v);
+        w->composer()->setMode(PromptComposer::Mode::OnePerLine);
+        w->composer()->setText(QStringLiteral("The quick brown fox"));
+        w->composer()->setSelectedTargets({name});
+        QCOMPARE(w->submitPrompts().size(), size_t(1));
+        w->bridge()->stepOnce();   // admitted: the request now pins the adapter
+        QTRY_VERIFY_WITH_TIMEOUT(w->stepModel()->rowCount() >= 1, 30000);
+        w->bridge()->unloadAdapter(name);
+        QTest::qWait(300);         // the worker now waits inside unload_adapter()
+        QElapsedTimer quit;
+        quit.start();
+        w.reset();
+        QVERIFY2(quit.elapsed() < 2000, qPrintable(QStringLiteral("closing took %1 ms").arg(quit.elapsed())));
+    }
+
     void eventLoopKeepsTurningWhileTheRealEngineDecodes() {
         auto w = makeWindow();
         QVERIFY(loadThroughPanel(*w, manifest_.model));

@@ -31,6 +31,7 @@ struct TokenEvent {
     std::string text_delta;   // from the streaming detokenizer; may be empty (held back)
     float logprob = 0.0f;
     bool special = false;
+    std::string client_id;    // Request::client_id, echoed
 };
 
 enum class FinishReason { Eos, Length, Stop, Cancelled, Error };
@@ -52,6 +53,7 @@ struct FinishEvent {
     std::vector<float> logprobs;         // when params.logprobs
     Usage usage;
     std::string error;                   // when reason == Error
+    std::string client_id;               // Request::client_id, echoed
 };
 
 class RequestSink {
@@ -66,16 +68,23 @@ struct StepStats {
     int64_t step = 0;
     double wall_ms = 0;
     int64_t rows = 0;
-    int64_t prefill_tokens = 0;
+    int64_t prefill_tokens = 0;        // prompt tokens computed in this step (encoder passes, prompt chunks)
+    int64_t prefill_tokens_deferred = 0;  // prompt tokens of admitted requests left for later steps (prefill budget)
     int64_t decode_tokens = 0;
     int64_t padded_tokens = 0;         // positions computed for padding in this step
-    int64_t kv_bytes_allocated = 0;
-    int64_t kv_bytes_in_use = 0;
+    int64_t kv_bytes_allocated = 0;    // KV-cache blocks in use, in bytes
+    int64_t kv_bytes_in_use = 0;       // of which valid positions
+    int64_t kv_blocks_total = 0;       // the KV cache's capacity, in blocks of kv_block_size positions
+    int64_t kv_blocks_used = 0;
+    int64_t kv_block_size = 0;
+    int64_t cache_bytes_moved = 0;     // copied by cache maintenance (join, leave, beam reorder, copy on write)
+    int64_t cache_bytes_prefilled = 0; // K/V that newcomers' prompts wrote into their own blocks
     int64_t queue_depth = 0;
     int64_t adapter_bytes = 0;
     std::vector<std::pair<std::string, int64_t>> rows_per_adapter;  // "" = base
     std::vector<RequestId> row_requests;                             // request held by each row
-    std::vector<bool> row_prefill;                                   // row joined in this step
+    std::vector<bool> row_prefill;                                   // row joined (or is being prefilled) in this step
+    std::vector<int64_t> row_kv_blocks;                              // KV-cache blocks each row references
 };
 
 struct EngineOptions {
@@ -89,6 +98,19 @@ struct EngineOptions {
     // Bytes of resident adapter weights; 0 = unlimited. Soft: idle adapters are evicted least
     // recently used first, but adapters pinned by running requests stay, even over the budget.
     int64_t adapter_memory_budget = 0;
+    // The KV cache's size in MiB; 0 = from the model and the free memory. Admission reserves what
+    // each request may occupy at most and queues what does not fit.
+    int64_t kv_cache_mb = 0;
+    // Prompt work per step at most, in prompt tokens: decoder-only prompts are prefilled in chunks
+    // of this many tokens, and seq2seq encoder passes run this many tokens' worth of encoder layers
+    // per step (at least one layer), so that running rows keep decoding while newcomers are
+    // prefilled. The limit applies while rows decode; with none, newcomers are prefilled at once.
+    // <= 0: no limit (every newcomer is prefilled whole in the step it joins).
+    // 64, an estimate for two CPU cores: 64 tokens through t5-small's encoder are ~2.6 GFLOP, ~20 ms
+    // at the ~130 GFLOP/s its prefill products reach here, about one decoding step of a batch of
+    // 32 (36 ms measured), so a step that prefills stays within ~2x of one that does not. Raise it
+    // on a GPU, where prefill work is cheap next to a step's fixed costs.
+    int64_t prefill_budget_tokens = 64;
 };
 
 struct AdapterInfo {

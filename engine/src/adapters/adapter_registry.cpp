@@ -120,8 +120,22 @@ void AdapterRegistry::unload(const std::string& name) {
         throw Error(ErrorKind::NotFound, "no adapter named '" + name + "' is loaded");
     std::shared_ptr<AdapterEntry> entry = it->second;
     entry->leaving = true;
-    unpinned_.wait(lock, [&] { return entry->pins == 0; });
+    unpinned_.wait(lock, [&] { return entry->pins == 0 || shutting_down_; });
+    if (entry->pins > 0)
+        throw Error(ErrorKind::Cancelled, "adapter '" + name + "' was not unloaded: the engine is shutting down");
     entries_.erase(name);
+}
+
+void AdapterRegistry::shutdown() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    shutting_down_ = true;
+    unpinned_.notify_all();
+}
+
+bool AdapterRegistry::resident(const std::string& name) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(name);
+    return it != entries_.end() && !it->second->leaving && it->second->weights != nullptr;
 }
 
 std::vector<AdapterInfo> AdapterRegistry::list() const {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "adapters/lora_weights.h"
-#include "io/weights_torch.h"
+#include "weights/weight_store.h"
 #include "lorascope/engine.h"
 #include "models/model.h"
 
@@ -57,10 +57,15 @@ public:
     // requests naming the adapter get that reason.
     AdapterInfo load(const std::string& name, const std::string& dir);
     // Refuses new acquisitions at once, then blocks until every lease on the adapter is released
-    // and removes it. Throws lorascope::Error (NotFound) for an unknown name.
+    // and removes it. Throws lorascope::Error (NotFound) for an unknown name, and (Cancelled) when
+    // shutdown() is called meanwhile.
     void unload(const std::string& name);
+    // Wakes every unload() still waiting for pins (the engine is going away and its paused or
+    // running requests will release them only when it is destroyed).
+    void shutdown();
     std::vector<AdapterInfo> list() const;
     bool has(const std::string& name) const;       // registered and not being unloaded
+    bool resident(const std::string& name) const;  // registered and its weights in memory
     // Why a request naming `name` cannot be served (unknown, failed to load, being unloaded); empty when it can.
     std::string unavailable_reason(const std::string& name) const;
 
@@ -91,6 +96,7 @@ private:
     std::map<std::string, std::shared_ptr<AdapterEntry>> entries_;
     std::map<std::string, std::string> failures_;   // name -> why its last load failed
     uint64_t clock_ = 0;
+    bool shutting_down_ = false;
 
     mutable std::mutex base_mutex_;
     mutable std::shared_ptr<io::WeightStore> base_store_;  // opened on first need (lm_head copies)

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "io/safetensors_torch.h"
+#include "weights/safetensors_tensor.h"
 #include "lorascope/error.h"
 
 namespace lorascope::adapters {

@@ -245,11 +245,31 @@ ModelConfig load_model_config(const std::string& dir) {
     return parse_model_config(json::read_text_file(path), path);
 }
 
+namespace {
+
+// Token ids the engine emits or feeds (forced tokens, the decoder start) must exist: caught here, at
+// load, rather than by the embedding lookup of every step.
+GenerationConfig checked(GenerationConfig g, const ModelConfig& model, const std::string& path) {
+    const int64_t vocab = model.vocab_size();
+    auto check = [&](const char* key, const std::optional<int64_t>& id) {
+        if (id && (*id < 0 || *id >= vocab))
+            throw Error(ErrorKind::Format, path,
+                        std::string(key) + " " + std::to_string(*id) + " is outside the vocabulary [0, " +
+                            std::to_string(vocab) + ")");
+    };
+    check("forced_bos_token_id", g.forced_bos_token_id);
+    check("forced_eos_token_id", g.forced_eos_token_id);
+    check("decoder_start_token_id", g.decoder_start_token_id);
+    return g;
+}
+
+}  // namespace
+
 GenerationConfig load_generation_config(const std::string& dir, const ModelConfig& model) {
     const std::string path = paths::join(dir, "generation_config.json");
     if (paths::is_regular_file(path)) {
         const Json root = json::parse_file(path);
-        return parse_generation(ObjectReader(root, path));
+        return checked(parse_generation(ObjectReader(root, path)), model, path);
     }
     // GenerationConfig.from_model_config: the model config's generation keys (non-null values),
     // with the model class's own token-id defaults filled in.
@@ -286,7 +306,7 @@ GenerationConfig load_generation_config(const std::string& dir, const ModelConfi
             break;
         }
     }
-    return parse_generation(ObjectReader(merged, config_path));
+    return checked(parse_generation(ObjectReader(merged, config_path)), model, config_path);
 }
 
 }  // namespace lorascope

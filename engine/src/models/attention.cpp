@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "models/kv_cache.h"
+#include "models/kv_pool.h"
 #include "models/single_query_attention.h"
 
 // scaled_dot_product_attention with an explicit `scale` exists from LibTorch 2.1 on; Debian's 1.13
@@ -77,7 +77,7 @@ SelfAttention::SelfAttention(AttentionShape shape, QkvLayout layout, Linear qkv,
 SelfAttention::SelfAttention(AttentionShape shape, FusedLinear qkv, Linear out)
     : shape_(shape), layout_(QkvLayout::Concatenated), qkv_fused_(std::move(qkv)), out_(std::move(out)) {}
 
-at::Tensor SelfAttention::forward(const at::Tensor& x, const at::Tensor& bias, KvCache* cache, int64_t layer,
+at::Tensor SelfAttention::forward(const at::Tensor& x, const at::Tensor& bias, const PagedStep* step, int64_t layer,
                                   const LoraHook* lora) const {
     const int64_t H = shape_.heads, D = shape_.head_dim;
     const int64_t B = x.size(0), T = x.size(1);
@@ -94,13 +94,20 @@ at::Tensor SelfAttention::forward(const at::Tensor& x, const at::Tensor& bias, K
         v = heads_view(fused, 2 * H * D, H, D);
     }
     if (shape_.query_scale != 1.0) q = q * shape_.query_scale;
-    if (!cache) return out_.forward(attend(q, k, v, bias, shape_.score_scale), lora);
-    // A decoding step: row b's keys are its cache slots [0, length + 1); the causal mask hides the
-    // slots after a shorter row's end, which the kernel then need not read.
+    if (!step) return out_.forward(attend(q, k, v, bias, shape_.score_scale), lora);
+    step->write(layer, k, v);
+    // A decoding step on the CPU reads each row's keys in place through its block table, and only
+    // its own [0, past + 1): the causal mask hides the rest, so the kernel need not read it.
+    const at::Tensor& pool_k = step->pool->keys(layer);
+    if (T == 1 && paged_single_query_applies(q, pool_k)) {
+        return out_.forward(attend_single_query_paged(q, pool_k, step->pool->values(layer), step->self_table,
+                                                      step->self_width, step->pool->block_size(), step->visible,
+                                                      step->key_length, bias, shape_.score_scale),
+                            lora);
+    }
+    std::tie(k, v) = step->gather_self(layer);
     std::vector<int64_t> valid;
-    if (T == 1)
-        for (int64_t n : cache->lengths()) valid.push_back(n + 1);
-    std::tie(k, v) = cache->write(layer, k, v);
+    if (T == 1) valid = step->visible;
     return out_.forward(attend(q, k, v, bias, shape_.score_scale, valid.empty() ? nullptr : &valid), lora);
 }
 
@@ -114,12 +121,19 @@ std::pair<at::Tensor, at::Tensor> CrossAttention::project_memory(const at::Tenso
     return {heads_view(kv, 0, H, D).contiguous(), heads_view(kv, H * D, H, D).contiguous()};
 }
 
-at::Tensor CrossAttention::forward(const at::Tensor& x, const at::Tensor& k, const at::Tensor& v,
-                                   const at::Tensor& bias, const LoraHook* lora,
-                                   const std::vector<int64_t>* lengths) const {
+at::Tensor CrossAttention::forward(const at::Tensor& x, const PagedStep& step, int64_t layer,
+                                   const LoraHook* lora) const {
     at::Tensor q = heads_view(q_.forward(x, lora), 0, shape_.heads, shape_.head_dim);
     if (shape_.query_scale != 1.0) q = q * shape_.query_scale;
-    return out_.forward(attend(q, k, v, bias, shape_.score_scale, lengths), lora);
+    const at::Tensor& pool_k = step.pool->keys(layer);
+    if (q.size(2) == 1 && paged_single_query_applies(q, pool_k)) {
+        return out_.forward(attend_single_query_paged(q, pool_k, step.pool->values(layer), step.cross_table,
+                                                      step.cross_width, step.pool->block_size(), step.cross_lengths,
+                                                      step.cross_length, at::Tensor(), shape_.score_scale),
+                            lora);
+    }
+    auto [k, v] = step.gather_cross(layer);
+    return out_.forward(attend(q, k, v, step.cross_padding_mask(), shape_.score_scale, &step.cross_lengths), lora);
 }
 
 }  // namespace lorascope::models

@@ -9,7 +9,7 @@
 
 namespace lorascope::models {
 
-class KvCache;
+struct PagedStep;
 
 // How a fused q|k|v projection lays out its output columns.
 enum class QkvLayout {
@@ -30,9 +30,10 @@ public:
     SelfAttention(AttentionShape shape, QkvLayout layout, Linear qkv, Linear out);
     SelfAttention(AttentionShape shape, FusedLinear qkv, Linear out);
 
-    // x [B, T, d]. bias broadcasts to [B, H, T, L]. With a cache, this layer's new K/V are written
-    // at each row's current length and attention covers [0, L) slots of the cache; without, L = T.
-    at::Tensor forward(const at::Tensor& x, const at::Tensor& bias, KvCache* cache, int64_t layer,
+    // x [B, T, d]. bias broadcasts to [B, H, T, L]. With a paged cache, this layer's new K/V are
+    // written at each row's next positions and attention covers positions [0, L = step->key_length)
+    // through the rows' block tables; without, L = T.
+    at::Tensor forward(const at::Tensor& x, const at::Tensor& bias, const PagedStep* step, int64_t layer,
                        const LoraHook* lora) const;
 
     const AttentionShape& shape() const { return shape_; }
@@ -53,9 +54,8 @@ public:
 
     // Encoder output [B, S, d] -> (K, V), each [B, H, S, D], contiguous.
     std::pair<at::Tensor, at::Tensor> project_memory(const at::Tensor& encoder_out, const LoraHook* lora) const;
-    // `lengths` (optional): each row's valid encoder positions, which `bias` masks beyond.
-    at::Tensor forward(const at::Tensor& x, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
-                       const LoraHook* lora, const std::vector<int64_t>* lengths = nullptr) const;
+    // Attends to layer `layer`'s encoder memory of each row, read through the step's cross tables.
+    at::Tensor forward(const at::Tensor& x, const PagedStep& step, int64_t layer, const LoraHook* lora) const;
 
 private:
     AttentionShape shape_;

@@ -23,6 +23,7 @@ std::unique_ptr<CausalLM> CausalLM::load_bloom(const ModelConfig& config, const 
     m->word_embeddings_ = b.tensor("transformer.word_embeddings.weight", {c.vocab_size, d});
     m->embeddings_norm_ = b.layer_norm("transformer.word_embeddings_layernorm", d, eps);
     m->alibi_slopes_ = alibi_slopes(c.n_head, options);
+    m->cache_shape_ = CacheShape{c.n_layer, m->heads_, m->head_dim_};
     const AttentionShape shape{m->heads_, m->head_dim_, 1.0 / std::sqrt(static_cast<double>(m->head_dim_)), 1.0};
     const Activation act = Activation::GeluTanh;
     for (int64_t i = 0; i < c.n_layer; ++i) {
@@ -42,29 +43,32 @@ std::unique_ptr<CausalLM> CausalLM::load_bloom(const ModelConfig& config, const 
     return m;
 }
 
-DecodeState CausalLM::start(const TokenBatch& prompts, const LoraHook*) const {
+DecodeState CausalLM::start(const TokenBatch& prompts, const LoraHook*, std::shared_ptr<KvPool> pool) const {
     for (int64_t n : prompts.lengths)
         if (n < 1) throw Error(ErrorKind::InvalidArgument, "a decoder-only prompt needs at least one token");
-    DecodeState state;
-    state.self_cache = KvCache(CacheShape{static_cast<int64_t>(blocks_.size()), heads_, head_dim_}, prompts.rows(), options_);
+    const int64_t B = prompts.rows(), S = prompts.ids.defined() ? prompts.ids.size(1) : 0;
+    if (!pool) pool = make_pool(B * ((S + KvPool::kBlockSize - 1) / KvPool::kBlockSize + 2), /*growable=*/true);
+    DecodeState state(std::move(pool));
+    for (int64_t b = 0; b < B; ++b) state.add_row();
     return state;
 }
 
 at::Tensor CausalLM::forward(DecodeState& state, const TokenBatch& tokens, LogitsAt which, const LoraHook* lora) const {
     const int64_t B = tokens.rows(), T = tokens.ids.size(1);
     TORCH_CHECK(B == state.rows(), "CausalLM::forward: ", B, " token rows for a state of ", state.rows());
-    const std::vector<int64_t> past = state.self_cache.lengths();
-    const int64_t L = state.self_cache.max_length() + T;
+    const std::vector<int64_t> past = state.lengths();
+    const int64_t L = state.max_length() + T;
     at::Tensor h = embeddings_norm_.forward(at::embedding(word_embeddings_, tokens.ids.to(options_.device())));
-    // Rows are left-aligned in the cache, so a key's ALiBi position is its slot: the same value
-    // BLOOM derives from the cumulative attention mask of a left-padded row.
+    // Rows are left-aligned in their blocks, so a key's ALiBi position is its position in the row:
+    // the same value BLOOM derives from the cumulative attention mask of a left-padded row.
     const auto slot_opts = at::TensorOptions().dtype(options_.dtype()).device(options_.device());
     at::Tensor bias = (alibi_slopes_.view({heads_, 1}) * at::arange(L, slot_opts).view({1, L})).view({1, heads_, 1, L});
     at::Tensor mask = causal_mask(past, T, L, options_);
     if (mask.defined()) bias = bias + mask;
-    for (size_t l = 0; l < blocks_.size(); ++l)
-        h = blocks_[l].forward(h, bias, &state.self_cache, static_cast<int64_t>(l), nullptr, lora);
-    state.self_cache.advance(tokens.lengths);
+    const PagedStep step = state.begin_forward(tokens.lengths, T);
+    for (size_t l = 0; l < blocks_.size(); ++l) h = blocks_[l].forward(h, bias, &step, static_cast<int64_t>(l), lora);
+    state.advance(tokens.lengths);
+    if (which == LogitsAt::None) return at::Tensor();
 
     if (which == LogitsAt::LastValid) {
         std::vector<int64_t> last;

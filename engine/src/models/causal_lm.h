@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "io/weights_torch.h"
+#include "weights/weight_store.h"
 #include "models/model.h"
 #include "models/transformer_block.h"
 
@@ -14,7 +14,8 @@ public:
     static std::unique_ptr<CausalLM> load_bloom(const ModelConfig& config, const GenerationConfig& generation,
                                                 std::shared_ptr<io::WeightStore> store, at::TensorOptions options);
 
-    DecodeState start(const TokenBatch& prompts, const LoraHook* lora = nullptr) const override;
+    DecodeState start(const TokenBatch& prompts, const LoraHook* lora = nullptr,
+                      std::shared_ptr<KvPool> pool = nullptr) const override;
     at::Tensor forward(DecodeState& state, const TokenBatch& tokens, LogitsAt which,
                        const LoraHook* lora = nullptr) const override;
 

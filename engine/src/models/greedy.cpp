@@ -19,16 +19,13 @@ std::vector<GreedyOutput> greedy_generate(const Model& model, const std::vector<
     std::vector<GreedyOutput> out(requests.size());
     if (requests.empty()) return out;
     std::vector<std::vector<int64_t>> prompts;
-    int64_t longest_generation = 0;
     for (const auto& r : requests) {
         if (r.max_new_tokens < 1) throw Error(ErrorKind::InvalidArgument, "max_new_tokens must be at least 1");
         prompts.push_back(r.prompt);
-        longest_generation = std::max(longest_generation, r.max_new_tokens);
     }
     const bool seq2seq = model.is_encoder_decoder();
     const TokenBatch batch = TokenBatch::from_rows(prompts, model.pad_token_id(), model.options().device());
     auto [state, logits] = model.prefill(batch, options.lora);
-    state.self_cache.reserve(longest_generation);
 
     // row_of[i]: the request held by batch row i.
     std::vector<size_t> row_of(requests.size());

@@ -30,16 +30,6 @@ TokenBatch TokenBatch::single_tokens(const at::Tensor& tokens) {
     return batch;
 }
 
-void DecodeState::filter(const std::vector<int64_t>& rows) {
-    self_cache.filter(rows);
-    if (encoder.rows() > 0) encoder.filter(rows);
-}
-
-void DecodeState::concatenate(const DecodeState& other) {
-    self_cache.concatenate(other.self_cache);
-    encoder.concatenate(other.encoder);
-}
-
 at::Tensor gather_positions(const at::Tensor& h, const std::vector<int64_t>& index) {
     at::Tensor idx = at::tensor(index, at::TensorOptions().dtype(at::kLong)).to(h.device());
     return h.gather(1, idx.view({-1, 1, 1}).expand({h.size(0), 1, h.size(2)})).squeeze(1);
@@ -75,13 +65,29 @@ std::vector<int64_t> Model::eos_token_ids() const {
     return {config_.bloom().eos_token_id};
 }
 
-std::pair<DecodeState, at::Tensor> Model::prefill(const TokenBatch& prompts, const LoraHook* lora) const {
-    DecodeState state = start(prompts, lora);
+Model::EncoderWork Model::begin_encoder(const TokenBatch&) const {
+    throw Error(ErrorKind::Internal, directory_, "a decoder-only model has no encoder");
+}
+
+void Model::run_encoder(EncoderWork&, int64_t, const LoraHook*) const {
+    throw Error(ErrorKind::Internal, directory_, "a decoder-only model has no encoder");
+}
+
+DecodeState Model::finish_encoder(EncoderWork&, const LoraHook*, std::shared_ptr<KvPool>) const {
+    throw Error(ErrorKind::Internal, directory_, "a decoder-only model has no encoder");
+}
+
+std::shared_ptr<KvPool> Model::make_pool(int64_t blocks, bool growable) const {
+    return std::make_shared<KvPool>(cache_shape_, blocks, options_, growable);
+}
+
+std::pair<DecodeState, at::Tensor> Model::prefill(const TokenBatch& prompts, const LoraHook* lora,
+                                                  std::shared_ptr<KvPool> pool) const {
+    DecodeState state = start(prompts, lora, std::move(pool));
     if (is_encoder_decoder()) {
         at::Tensor logits = first_decoder_step(state, lora);
         return {std::move(state), logits};
     }
-    state.self_cache.reserve(prompts.ids.size(1));
     at::Tensor logits = forward(state, prompts, LogitsAt::LastValid, lora);
     return {std::move(state), logits};
 }

@@ -1,6 +1,6 @@
 // The model interface every family implements, and the per-batch state it reads and grows.
-// Models are immutable after loading: all per-request data lives in DecodeState, so one model can
-// serve many batches, and the batch layer can filter/concatenate/reorder states freely.
+// Models are immutable after loading: all per-request data lives in DecodeState (models/kv_pool.h),
+// so one model can serve many batches, and the batch layer can filter/concatenate/reorder states.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "lorascope/config.h"
-#include "models/kv_cache.h"
+#include "models/kv_pool.h"
 #include "models/linear.h"
 
 namespace lorascope::models {
@@ -34,19 +34,9 @@ struct TokenBatch {
     static TokenBatch single_tokens(const at::Tensor& tokens);
 };
 
-// What a batch keeps between steps: the decoder's self-attention cache and, for seq2seq models,
-// the encoder memory. Rows correspond across both.
-struct DecodeState {
-    KvCache self_cache;
-    EncoderMemory encoder;          // empty for decoder-only models
-
-    int64_t rows() const { return self_cache.rows(); }
-    void filter(const std::vector<int64_t>& rows);       // repeats allowed (beams)
-    void concatenate(const DecodeState& other);
-    int64_t bytes_allocated() const { return self_cache.bytes_allocated() + encoder.bytes_allocated(); }
-};
-
-enum class LogitsAt { LastValid, All };
+// Which positions' logits forward() computes: each row's last valid one, all, or none (a prompt
+// chunk whose last token is fed later: no final norm, no LM head).
+enum class LogitsAt { LastValid, All, None };
 
 class Model {
 public:
@@ -66,9 +56,33 @@ public:
     int64_t pad_token_id() const;
     std::vector<int64_t> eos_token_ids() const;
 
-    // Seq2seq: runs the encoder over the prompts once and keeps each decoder layer's cross K/V.
-    // Decoder-only: an empty cache for prompts.rows() rows (the prompts go through forward()).
-    virtual DecodeState start(const TokenBatch& prompts, const LoraHook* lora = nullptr) const = 0;
+    // The shape of this model's decoder K/V per position, and a pool for it: `blocks` of
+    // KvPool::kBlockSize positions (growable: doubles when full, for standalone use).
+    CacheShape cache_shape() const { return cache_shape_; }
+    std::shared_ptr<KvPool> make_pool(int64_t blocks, bool growable) const;
+
+    // Seq2seq: runs the encoder over the prompts once and writes each decoder layer's cross K/V
+    // into the rows' blocks. Decoder-only: empty rows for the prompts (they go through forward()).
+    // `pool`: where the state's blocks come from; null gives a small growable pool of its own.
+    virtual DecodeState start(const TokenBatch& prompts, const LoraHook* lora = nullptr,
+                              std::shared_ptr<KvPool> pool = nullptr) const = 0;
+
+    // Seq2seq: the encoder as resumable work, so that an engine step can run part of it (a few of
+    // its layers) and decoding rows never wait for a whole encoder pass. start() is begin_encoder,
+    // every unit of run_encoder and finish_encoder. Units: one per encoder layer, and one for the
+    // final norm and the decoder layers' cross K/V projections. Decoder-only models have no units.
+    struct EncoderWork {
+        TokenBatch prompts;
+        at::Tensor hidden;        // [B, S, d] after `done` layers
+        at::Tensor bias;          // padding (+ T5 position) bias of the encoder's self-attention
+        int64_t done = 0;
+    };
+    virtual int64_t encoder_units() const { return 0; }
+    virtual EncoderWork begin_encoder(const TokenBatch& prompts) const;
+    // Runs up to `units` more units (not the last one, which finish_encoder runs).
+    virtual void run_encoder(EncoderWork& work, int64_t units, const LoraHook* lora = nullptr) const;
+    virtual DecodeState finish_encoder(EncoderWork& work, const LoraHook* lora = nullptr,
+                                       std::shared_ptr<KvPool> pool = nullptr) const;
 
     // Feeds decoder tokens [B, T] (row b valid in [0, lengths[b]), appended after its cached tokens),
     // grows the cache and returns fp32 logits: [B, V] at each row's last valid token, or [B, T, V].
@@ -77,7 +91,8 @@ public:
 
     // start() and the first forward(): decoder start tokens for seq2seq, the prompts for causal.
     // Returns the state and the [B, V] logits of the first generated token.
-    std::pair<DecodeState, at::Tensor> prefill(const TokenBatch& prompts, const LoraHook* lora = nullptr) const;
+    std::pair<DecodeState, at::Tensor> prefill(const TokenBatch& prompts, const LoraHook* lora = nullptr,
+                                               std::shared_ptr<KvPool> pool = nullptr) const;
     // Seq2seq: the decoder's first step for every row of a state fresh from start() (the decoder
     // start token) -> [B, V] logits. prefill() is start() and this; the engine calls it once for
     // the states of several start() calls concatenated.
@@ -95,6 +110,7 @@ protected:
     at::TensorOptions options_;
     std::string directory_;
     int64_t vocab_size_ = 0;
+    CacheShape cache_shape_;
     std::vector<LinearSite> sites_;
 };
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "io/weights_torch.h"
+#include "weights/weight_store.h"
 #include "models/layers.h"
 #include "models/linear.h"
 

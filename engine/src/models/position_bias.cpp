@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "models/kv_cache.h"
+#include "models/kv_pool.h"
 
 namespace lorascope::models {
 

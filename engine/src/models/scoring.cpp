@@ -19,7 +19,6 @@ ScoreResult score(const Model& model, const std::vector<int64_t>& source, const 
         DecodeState state = model.start(TokenBatch::from_rows({source}, pad, model.options().device()), lora);
         std::vector<int64_t> decoder_input{model.decoder_start_token_id()};
         for (size_t j = 0; j + 1 < labels.size(); ++j) decoder_input.push_back(labels[j] == kIgnoreLabel ? pad : labels[j]);
-        state.self_cache.reserve(static_cast<int64_t>(decoder_input.size()));
         logits = model.forward(state, TokenBatch::from_rows({decoder_input}, pad, model.options().device()),
                                LogitsAt::All, lora)[0];
         target = labels;
@@ -27,7 +26,6 @@ ScoreResult score(const Model& model, const std::vector<int64_t>& source, const 
         std::vector<int64_t> sequence = source;
         for (int64_t t : labels) sequence.push_back(t == kIgnoreLabel ? pad : t);
         DecodeState state = model.start(TokenBatch::from_rows({sequence}, pad, model.options().device()), lora);
-        state.self_cache.reserve(static_cast<int64_t>(sequence.size()));
         at::Tensor all = model.forward(state, TokenBatch::from_rows({sequence}, pad, model.options().device()),
                                        LogitsAt::All, lora)[0];
         // Position i predicts token i + 1; the prompt's own tokens are not scored.

@@ -1,20 +1,16 @@
 // Likelihood of a given target, as Hugging Face computes the loss when `labels` are passed.
 #pragma once
 
-#include <optional>
 #include <vector>
 
+#include "lorascope/score.h"
 #include "models/model.h"
 
 namespace lorascope::models {
 
-struct ScoreResult {
-    double loss = 0.0;                                 // mean cross-entropy over scored tokens
-    std::vector<std::optional<double>> token_logprobs; // one per label; empty where not scored
-    int64_t scored_tokens = 0;
-};
-
-inline constexpr int64_t kIgnoreLabel = -100;
+// The public API's result and ignore label (lorascope/score.h): Scorer returns this very value.
+using lorascope::kIgnoreLabel;
+using lorascope::ScoreResult;
 
 // Seq2seq: `source` is the encoder input, `labels` the target; the decoder reads the labels shifted
 // right behind the decoder start token (-100 read as pad) and every label except -100 is scored.

@@ -49,6 +49,7 @@ std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_t5(const ModelConfig& config, const G
     m->head_dim_ = c.d_kv;
     m->buckets_ = c.relative_attention_num_buckets;
     m->max_distance_ = c.relative_attention_max_distance;
+    m->cache_shape_ = CacheShape{c.num_decoder_layers, c.num_heads, c.d_kv};
     ModuleBuilder b(store, m->sites_);
     m->shared_ = b.tensor("shared.weight", {c.vocab_size, c.d_model});
     const AttentionShape shape{c.num_heads, c.d_kv, 1.0, 1.0};
@@ -104,6 +105,7 @@ std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_bart(const ModelConfig& config, const
         throw Error(ErrorKind::Format, where, "d_model is not a multiple of the attention head count");
     m->heads_ = c.encoder_attention_heads;
     m->head_dim_ = c.d_model / m->heads_;
+    m->cache_shape_ = CacheShape{c.decoder_layers, m->heads_, m->head_dim_};
     m->embed_scale_ = c.scale_embedding ? std::sqrt(static_cast<double>(c.d_model)) : 1.0;
     const Activation act = parse_activation(c.activation_function, where);
     ModuleBuilder b(store, m->sites_);
@@ -160,7 +162,7 @@ at::Tensor Seq2SeqLM::t5_bias(const at::Tensor& relative, bool decoder) const {
     return values.permute({0, 3, 1, 2});  // [B, T, L, H] -> [B, H, T, L]
 }
 
-DecodeState Seq2SeqLM::start(const TokenBatch& prompts, const LoraHook* lora) const {
+Model::EncoderWork Seq2SeqLM::begin_encoder(const TokenBatch& prompts) const {
     const int64_t B = prompts.rows(), S = prompts.ids.size(1);
     for (int64_t n : prompts.lengths)
         if (n < 1 || n > S) throw Error(ErrorKind::InvalidArgument, "every encoder input needs 1.." + std::to_string(S) + " tokens");
@@ -168,10 +170,12 @@ DecodeState Seq2SeqLM::start(const TokenBatch& prompts, const LoraHook* lora) co
         throw Error(ErrorKind::InvalidArgument, directory_,
                     "input of " + std::to_string(S) + " tokens exceeds max_position_embeddings " +
                         std::to_string(encoder_positions_.size(0) - 2));
+    EncoderWork work;
+    work.prompts = prompts;
     const at::Tensor ids = prompts.ids.to(options_.device());
     const auto long_opts = at::TensorOptions().dtype(at::kLong).device(options_.device());
     at::Tensor positions = at::arange(S, long_opts).unsqueeze(0).expand({B, S});
-    at::Tensor h = embed(ids, positions, /*decoder=*/false);
+    work.hidden = embed(ids, positions, /*decoder=*/false);
     at::Tensor bias = padding_mask(prompts.lengths, S, options_);
     if (t5_) {
         at::Tensor slots = at::arange(S, long_opts);
@@ -179,27 +183,45 @@ DecodeState Seq2SeqLM::start(const TokenBatch& prompts, const LoraHook* lora) co
         at::Tensor position = t5_bias(relative, /*decoder=*/false);                      // [1, H, S, S]
         bias = bias.defined() ? position + bias : position;
     }
-    for (const auto& blk : encoder_) h = blk.forward(h, bias, nullptr, 0, nullptr, lora);
-    if (t5_) h = encoder_final_norm_.forward(h);
+    work.bias = bias;
+    return work;
+}
 
+void Seq2SeqLM::run_encoder(EncoderWork& work, int64_t units, const LoraHook* lora) const {
+    const int64_t layers = static_cast<int64_t>(encoder_.size());
+    for (int64_t i = 0; i < units && work.done < layers; ++i, ++work.done)
+        work.hidden = encoder_[static_cast<size_t>(work.done)].forward(work.hidden, work.bias, nullptr, 0, lora);
+}
+
+DecodeState Seq2SeqLM::finish_encoder(EncoderWork& work, const LoraHook* lora, std::shared_ptr<KvPool> pool) const {
+    run_encoder(work, encoder_units(), lora);
+    at::Tensor h = t5_ ? encoder_final_norm_.forward(work.hidden) : work.hidden;
     std::vector<at::Tensor> keys, values;
     for (const auto& blk : decoder_) {
         auto kv = blk.cross_attn.project_memory(h, lora);
         keys.push_back(std::move(kv.first));
         values.push_back(std::move(kv.second));
     }
-    DecodeState state;
-    state.self_cache = KvCache(CacheShape{static_cast<int64_t>(decoder_.size()), heads_, head_dim_}, B, options_);
-    state.encoder = EncoderMemory(std::move(keys), std::move(values), prompts.lengths);
+    const int64_t B = work.prompts.rows(), S = work.prompts.ids.size(1);
+    if (!pool) pool = make_pool(B * ((S + KvPool::kBlockSize - 1) / KvPool::kBlockSize + 2), /*growable=*/true);
+    DecodeState state(std::move(pool));
+    for (int64_t b = 0; b < B; ++b) state.add_row();
+    state.write_cross(0, work.prompts.lengths, keys, values);
+    work.done = encoder_units();
     return state;
+}
+
+DecodeState Seq2SeqLM::start(const TokenBatch& prompts, const LoraHook* lora, std::shared_ptr<KvPool> pool) const {
+    EncoderWork work = begin_encoder(prompts);
+    return finish_encoder(work, lora, std::move(pool));
 }
 
 at::Tensor Seq2SeqLM::forward(DecodeState& state, const TokenBatch& tokens, LogitsAt which, const LoraHook* lora) const {
     const int64_t B = tokens.rows(), T = tokens.ids.size(1);
     TORCH_CHECK(B == state.rows(), "Seq2SeqLM::forward: ", B, " token rows for a state of ", state.rows());
-    const std::vector<int64_t> past = state.self_cache.lengths();
-    const int64_t L = state.self_cache.max_length() + T;
-    const bool equal = state.self_cache.uniform();
+    const std::vector<int64_t> past = state.lengths();
+    const int64_t L = state.max_length() + T;
+    const bool equal = state.uniform();
     if (!t5_) {
         const int64_t limit = decoder_positions_.size(0) - 2;
         if (L > limit)
@@ -218,9 +240,10 @@ at::Tensor Seq2SeqLM::forward(DecodeState& state, const TokenBatch& tokens, Logi
         at::Tensor position = t5_bias(relative, /*decoder=*/true);
         bias = bias.defined() ? position + bias : position;
     }
-    for (size_t l = 0; l < decoder_.size(); ++l)
-        h = decoder_[l].forward(h, bias, &state.self_cache, static_cast<int64_t>(l), &state.encoder, lora);
-    state.self_cache.advance(tokens.lengths);
+    const PagedStep step = state.begin_forward(tokens.lengths, T);
+    for (size_t l = 0; l < decoder_.size(); ++l) h = decoder_[l].forward(h, bias, &step, static_cast<int64_t>(l), lora);
+    state.advance(tokens.lengths);
+    if (which == LogitsAt::None) return at::Tensor();
 
     if (which == LogitsAt::LastValid) {
         std::vector<int64_t> last;

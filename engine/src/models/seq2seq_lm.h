@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "io/weights_torch.h"
+#include "weights/weight_store.h"
 #include "models/model.h"
 #include "models/transformer_block.h"
 
@@ -17,7 +17,13 @@ public:
     static std::unique_ptr<Seq2SeqLM> load_bart(const ModelConfig& config, const GenerationConfig& generation,
                                                 std::shared_ptr<io::WeightStore> store, at::TensorOptions options);
 
-    DecodeState start(const TokenBatch& prompts, const LoraHook* lora = nullptr) const override;
+    DecodeState start(const TokenBatch& prompts, const LoraHook* lora = nullptr,
+                      std::shared_ptr<KvPool> pool = nullptr) const override;
+    int64_t encoder_units() const override { return static_cast<int64_t>(encoder_.size()) + 1; }
+    EncoderWork begin_encoder(const TokenBatch& prompts) const override;
+    void run_encoder(EncoderWork& work, int64_t units, const LoraHook* lora = nullptr) const override;
+    DecodeState finish_encoder(EncoderWork& work, const LoraHook* lora = nullptr,
+                               std::shared_ptr<KvPool> pool = nullptr) const override;
     at::Tensor forward(DecodeState& state, const TokenBatch& tokens, LogitsAt which,
                        const LoraHook* lora = nullptr) const override;
 

@@ -21,7 +21,18 @@ struct Operands {
     int64_t qb, qh, kb, kh, kl, vb, vh, vl, bb, bh, bl;
     int64_t H, L, D;
     float scale;
+    // Paged operands: row b's position l sits in block table[b * width + l / block] of the pool
+    // (kb = vb = 0). Dense operands: no table, one block of L positions per row.
+    const int32_t* table = nullptr;
+    int64_t width = 1;
+    int64_t block = 0;
 };
+
+// Where (row b, head h)'s run of positions [j * block, (j + 1) * block) starts.
+inline const float* run_start(const float* base, int64_t b, int64_t j, int64_t stride_l, const Operands& o) {
+    const int64_t block = o.table ? o.table[b * o.width + j] : j;
+    return base + block * o.block * stride_l;
+}
 
 // One (row, head): scores, softmax and the weighted sum of values in one pass over its keys, so that
 // each key and value is read once and nothing is allocated. dot() (models/dot.h) inlines into each
@@ -35,11 +46,16 @@ __attribute__((target_clones("avx2,fma", "default"))) void attend_one(const Oper
     const float* k = o.k + b * o.kb + h * o.kh;
     const float* v = o.v + b * o.vb + h * o.vh;
     float max = -std::numeric_limits<float>::infinity();
-    for (int64_t l = 0; l < n; ++l) {
-        float s = dot(q, k + l * o.kl, o.D) * o.scale;
-        if (o.bias) s += o.bias[b * o.bb + h * o.bh + l * o.bl];
-        scores[l] = s;
-        max = std::max(max, s);
+    for (int64_t j = 0, l0 = 0; l0 < n; ++j, l0 += o.block) {
+        const float* kr = run_start(k, b, j, o.kl, o);
+        const int64_t count = std::min(o.block, n - l0);
+        for (int64_t i = 0; i < count; ++i) {
+            const int64_t l = l0 + i;
+            float s = dot(q, kr + i * o.kl, o.D) * o.scale;
+            if (o.bias) s += o.bias[b * o.bb + h * o.bh + l * o.bl];
+            scores[l] = s;
+            max = std::max(max, s);
+        }
     }
     float sum = 0;
     for (int64_t l = 0; l < n; ++l) {
@@ -48,11 +64,15 @@ __attribute__((target_clones("avx2,fma", "default"))) void attend_one(const Oper
     }
     const float inv = 1.0f / sum;
     for (int64_t d = 0; d < o.D; ++d) out[d] = 0;
-    for (int64_t l = 0; l < n; ++l) {
-        const float p = scores[l] * inv;
-        if (p == 0.0f) continue;  // masked: exp underflowed
-        const float* vl = v + l * o.vl;
-        for (int64_t d = 0; d < o.D; ++d) out[d] += p * vl[d];
+    for (int64_t j = 0, l0 = 0; l0 < n; ++j, l0 += o.block) {
+        const float* vr = run_start(v, b, j, o.vl, o);
+        const int64_t count = std::min(o.block, n - l0);
+        for (int64_t i = 0; i < count; ++i) {
+            const float p = scores[l0 + i] * inv;
+            if (p == 0.0f) continue;  // masked: exp underflowed
+            const float* vl = vr + i * o.vl;
+            for (int64_t d = 0; d < o.D; ++d) out[d] += p * vl[d];
+        }
     }
 }
 
@@ -65,23 +85,16 @@ bool single_query_attention_applies(const at::Tensor& q, const at::Tensor& k, co
            k.size(0) == q.size(0) && v.size(0) == q.size(0) && k.size(1) == q.size(1) && v.size(1) == q.size(1);
 }
 
-at::Tensor attend_single_query(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
-                               double score_scale, const std::vector<int64_t>* valid) {
-    const int64_t B = q.size(0), H = q.size(1), L = k.size(2), D = q.size(3);
-    TORCH_CHECK(!valid || static_cast<int64_t>(valid->size()) == B, "attend_single_query: ", valid ? valid->size() : 0,
-                " valid lengths for ", B, " rows");
-    Operands o{};
+namespace {
+
+// The bias (broadcast with stride 0, never materialised per (row, head)) and the parallel loop
+// over (row, head), shared by the dense and the paged entry points.
+at::Tensor run(Operands& o, const at::Tensor& q, const at::Tensor& bias, int64_t B, const std::vector<int64_t>* valid) {
+    const int64_t H = o.H, L = o.L, D = o.D;
     o.q = q.data_ptr<float>();
-    o.k = k.data_ptr<float>();
-    o.v = v.data_ptr<float>();
     o.qb = q.stride(0), o.qh = q.stride(1);
-    o.kb = k.stride(0), o.kh = k.stride(1), o.kl = k.stride(2);
-    o.vb = v.stride(0), o.vh = v.stride(1), o.vl = v.stride(2);
-    o.H = H, o.L = L, o.D = D;
-    o.scale = static_cast<float>(score_scale);
     at::Tensor bias_view;  // keeps a converted bias alive
     if (bias.defined()) {
-        // Broadcast dimensions read with stride 0: the bias is never materialised per (row, head).
         bias_view = bias.to(at::kFloat).expand({B, H, 1, L});
         o.bias = bias_view.data_ptr<float>();
         o.bb = bias_view.stride(0), o.bh = bias_view.stride(1), o.bl = bias_view.stride(3);
@@ -91,7 +104,6 @@ at::Tensor attend_single_query(const at::Tensor& q, const at::Tensor& k, const a
         const int64_t n = (*valid)[static_cast<size_t>(b)];
         return n >= 1 && n < L ? n : L;  // at least one key, or the softmax of a row would be NaN
     };
-
     at::Tensor out = at::empty({B, 1, H, D}, q.options());
     float* op = out.data_ptr<float>();
     at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
@@ -100,6 +112,54 @@ at::Tensor attend_single_query(const at::Tensor& q, const at::Tensor& k, const a
             attend_one(o, i, keys_to_read(i / H), scores.data(), op + i * D);  // [B, 1, H, D]: (b, h) is row i
     });
     return out.view({B, 1, H * D});
+}
+
+}  // namespace
+
+at::Tensor attend_single_query(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
+                               double score_scale, const std::vector<int64_t>* valid) {
+    const int64_t B = q.size(0), H = q.size(1), L = k.size(2), D = q.size(3);
+    TORCH_CHECK(!valid || static_cast<int64_t>(valid->size()) == B, "attend_single_query: ", valid ? valid->size() : 0,
+                " valid lengths for ", B, " rows");
+    Operands o{};
+    o.k = k.data_ptr<float>();
+    o.v = v.data_ptr<float>();
+    o.kb = k.stride(0), o.kh = k.stride(1), o.kl = k.stride(2);
+    o.vb = v.stride(0), o.vh = v.stride(1), o.vl = v.stride(2);
+    o.H = H, o.L = L, o.D = D;
+    o.scale = static_cast<float>(score_scale);
+    o.block = std::max<int64_t>(L, 1);
+    return run(o, q, bias, B, valid);
+}
+
+bool paged_single_query_applies(const at::Tensor& q, const at::Tensor& pool_keys) {
+    return q.device().is_cpu() && q.scalar_type() == at::kFloat && q.dim() == 4 && q.size(2) == 1 && q.stride(3) == 1 &&
+           pool_keys.device().is_cpu() && pool_keys.scalar_type() == at::kFloat && pool_keys.is_contiguous();
+}
+
+at::Tensor attend_single_query_paged(const at::Tensor& q, const at::Tensor& pool_keys, const at::Tensor& pool_values,
+                                     const std::vector<int32_t>& table, int64_t width, int64_t block,
+                                     const std::vector<int64_t>& valid, int64_t L, const at::Tensor& bias,
+                                     double score_scale) {
+    const int64_t B = q.size(0), H = q.size(1), D = q.size(3);
+    TORCH_CHECK(static_cast<int64_t>(valid.size()) == B && static_cast<int64_t>(table.size()) == B * width,
+                "attend_single_query_paged: ", valid.size(), " lengths and a table of ", table.size(), " for ", B, " rows");
+    TORCH_CHECK(pool_keys.size(1) == H && pool_keys.size(2) == D && pool_values.is_contiguous(),
+                "attend_single_query_paged: pool of another shape");
+    for (int64_t n : valid)
+        TORCH_CHECK(n >= 1 && n <= width * block && n <= L, "attend_single_query_paged: ", n, " keys for a table of ",
+                    width, " blocks and ", L, " positions");
+    Operands o{};
+    o.k = pool_keys.data_ptr<float>();
+    o.v = pool_values.data_ptr<float>();
+    o.kb = 0, o.kh = pool_keys.stride(1), o.kl = pool_keys.stride(0);
+    o.vb = 0, o.vh = pool_values.stride(1), o.vl = pool_values.stride(0);
+    o.H = H, o.L = L, o.D = D;
+    o.scale = static_cast<float>(score_scale);
+    o.table = table.data();
+    o.width = width;
+    o.block = block;
+    return run(o, q, bias, B, &valid);
 }
 
 }  // namespace lorascope::models

@@ -8,6 +8,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace lorascope::models {
@@ -27,5 +28,14 @@ bool single_query_attention_applies(const at::Tensor& q, const at::Tensor& k, co
 // costs: cross-attention reads every row's keys up to the longest prompt in the batch.
 at::Tensor attend_single_query(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
                                double score_scale, const std::vector<int64_t>* valid = nullptr);
+
+// The same over a paged cache (models/kv_pool.h): pool_keys/pool_values [slots, H, D], row b's
+// position l in slot table[b * width + l / block] * block + l % block, and row b reads exactly its
+// valid[b] (1..L) positions; positions past them are not read. `bias` broadcasts to [B, H, 1, L].
+bool paged_single_query_applies(const at::Tensor& q, const at::Tensor& pool_keys);
+at::Tensor attend_single_query_paged(const at::Tensor& q, const at::Tensor& pool_keys, const at::Tensor& pool_values,
+                                     const std::vector<int32_t>& table, int64_t width, int64_t block,
+                                     const std::vector<int64_t>& valid, int64_t L, const at::Tensor& bias,
+                                     double score_scale);
 
 }  // namespace lorascope::models

@@ -1,6 +1,6 @@
 #include "models/transformer_block.h"
 
-#include "models/kv_cache.h"
+#include "models/kv_pool.h"
 
 namespace lorascope::models {
 
@@ -35,8 +35,8 @@ at::Tensor clamp_on_inf_or_nan(const at::Tensor& h) {
 
 }  // namespace
 
-at::Tensor TransformerBlock::forward(const at::Tensor& h, const at::Tensor& self_bias, KvCache* cache, int64_t layer,
-                                     const EncoderMemory* memory, const LoraHook* lora) const {
+at::Tensor TransformerBlock::forward(const at::Tensor& h, const at::Tensor& self_bias, const PagedStep* step,
+                                     int64_t layer, const LoraHook* lora) const {
     // The guards look at the residual stream's dtype, as HF does: once T5's float32 wo has promoted
     // it to float32, they stop applying.
     auto guard_sublayer = [&](at::Tensor t) {
@@ -45,12 +45,11 @@ at::Tensor TransformerBlock::forward(const at::Tensor& h, const at::Tensor& self
         return t;
     };
     at::Tensor x = guard_sublayer(residual(placement, self_norm, h, [&](const at::Tensor& in) {
-        return self_attn.forward(in, self_bias, cache, layer, lora);
+        return self_attn.forward(in, self_bias, step, layer, lora);
     }));
     if (has_cross) {
         x = guard_sublayer(residual(placement, cross_norm, x, [&](const at::Tensor& in) {
-            return cross_attn.forward(in, memory->keys(layer), memory->values(layer), memory->bias(), lora,
-                                      &memory->lengths());
+            return cross_attn.forward(in, *step, layer, lora);
         }));
     }
     x = guard_sublayer(residual(placement, ffn_norm, x, [&](const at::Tensor& in) { return ffn.forward(in, lora); }));

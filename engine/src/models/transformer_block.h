@@ -9,8 +9,7 @@
 
 namespace lorascope::models {
 
-class KvCache;
-class EncoderMemory;
+struct PagedStep;
 
 enum class NormPlacement {
     Pre,                  // x + f(norm(x))                      T5, BLOOM
@@ -36,9 +35,10 @@ struct TransformerBlock {
     Norm ffn_norm;
     FeedForward ffn;
 
-    // h [B, T, d]. `memory` (decoder blocks of seq2seq models) supplies layer `layer`'s cross K/V.
-    at::Tensor forward(const at::Tensor& h, const at::Tensor& self_bias, KvCache* cache, int64_t layer,
-                       const EncoderMemory* memory, const LoraHook* lora) const;
+    // h [B, T, d]. `step` (decoder blocks): the paged cache this pass writes and reads, which also
+    // holds the encoder memory that seq2seq decoder blocks cross-attend to.
+    at::Tensor forward(const at::Tensor& h, const at::Tensor& self_bias, const PagedStep* step, int64_t layer,
+                       const LoraHook* lora) const;
 };
 
 }  // namespace lorascope::models

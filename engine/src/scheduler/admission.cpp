@@ -14,7 +14,8 @@ BatchShape BatchShape::with(const Demand& d) const {
 
 bool never_fits(const Demand& d, const Limits& limits) {
     const BatchShape alone = BatchShape{}.with(d);
-    return alone.rows > limits.max_batch_size || alone.cost() > limits.max_batch_tokens;
+    return alone.rows > limits.max_batch_size || alone.cost() > limits.max_batch_tokens ||
+           d.kv_blocks > limits.kv_blocks_capacity;
 }
 
 static bool fits(const BatchShape& shape, const Limits& limits) {
@@ -24,6 +25,7 @@ static bool fits(const BatchShape& shape, const Limits& limits) {
 AdmissionResult admit(std::deque<Demand>& queue, const BatchShape& running, const Limits& limits) {
     AdmissionResult result;
     BatchShape shape = running;
+    int64_t kv_free = limits.kv_blocks_free;
     std::deque<Demand> kept;
     bool blocked = false;  // a starved request holds everything behind it
     for (auto& d : queue) {
@@ -33,8 +35,9 @@ AdmissionResult admit(std::deque<Demand>& queue, const BatchShape& running, cons
         }
         if (!blocked) {
             const BatchShape grown = shape.with(d);
-            if (fits(grown, limits)) {
+            if (fits(grown, limits) && d.kv_blocks <= kv_free) {
                 shape = grown;
+                kv_free -= d.kv_blocks;
                 result.admitted.push_back(d.id);
                 continue;
             }

@@ -4,10 +4,13 @@
 // padding included, so that is what the token budget is charged. Admission is first come, first
 // served; a request that does not fit *now* is passed over for at most `max_skips` steps (later,
 // smaller requests may go ahead of it), after which nothing behind it is admitted until it fits.
-// A request that could never fit (alone it exceeds the budget or the row limit) is rejected.
+// A request that could never fit (alone it exceeds the budget, the row limit or the whole KV cache)
+// is rejected. The KV cache is charged what each request may occupy at most (its blocks are
+// reserved at admission), so a running batch never runs out of cache.
 #pragma once
 
 #include <cstdint>
+#include <climits>
 #include <deque>
 #include <vector>
 
@@ -19,6 +22,7 @@ struct Demand {
     int64_t prompt_tokens = 0;   // encoder (seq2seq) or prompt (causal) length
     int64_t max_new_tokens = 0;
     int64_t skipped = 0;         // how many admissions passed it over (maintained by admit())
+    int64_t kv_blocks = 0;       // KV-cache blocks it may occupy (models::KvPool blocks)
 };
 
 struct BatchShape {
@@ -34,6 +38,8 @@ struct Limits {
     int64_t max_batch_size = 32;
     int64_t max_batch_tokens = 16384;
     int64_t max_skips = 8;
+    int64_t kv_blocks_free = INT64_MAX;      // unreserved blocks of the cache now
+    int64_t kv_blocks_capacity = INT64_MAX;  // all blocks of the cache
 };
 
 struct AdmissionResult {

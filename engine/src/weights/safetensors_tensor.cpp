@@ -1,4 +1,4 @@
-#include "io/safetensors_torch.h"
+#include "weights/safetensors_tensor.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

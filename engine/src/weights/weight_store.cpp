@@ -1,6 +1,6 @@
 // WeightStore over memory-mapped safetensors: zero-copy tensors when the stored dtype and
 // device already match, one conversion otherwise.
-#include "io/weights_torch.h"
+#include "weights/weight_store.h"
 
 #include <algorithm>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "io/safetensors.h"
-#include "io/safetensors_torch.h"
+#include "weights/safetensors_tensor.h"
 #include "lorascope/error.h"
 
 namespace lorascope::io {

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "lorascope/error.h"
-#include "sampling/params_json.h"
+#include "params/params_json.h"
 
 namespace lorascope {
 

@@ -11,6 +11,7 @@
 
 #include "adapters/adapter_registry.h"
 #include "lorascope/engine.h"
+#include "models/kv_pool.h"
 #include "lorascope/params.h"
 #include "lorascope/tokenizer.h"
 #include "sampling/beam_search.h"
@@ -57,10 +58,28 @@ struct LiveRequest {
     int64_t skipped = 0;               // admission passes that went over it
     bool finished = false;
 
-    // Tokenizes and validates; throws lorascope::Error with a message for the client.
+    // Once admitted: the KV-cache blocks reserved for it (models::KvPool::try_reserve), its rows'
+    // cache while it is prefilled (one row; beams fork when it joins the running batch), and how
+    // many prompt tokens are in that cache (decoder-only prompts are prefilled in chunks; their
+    // last token is fed by the first decoding step) or whether the encoder ran (seq2seq).
+    int64_t kv_blocks = 0;
+    models::DecodeState cache;
+    int64_t prefilled = 0;
+    bool encoded = false;
+    bool encoding = false;             // in an encoder job (engine/batch_runner.h)
+    bool joined_this_step = false;
+    // An evicted adapter being reloaded off the engine thread (the request waits meanwhile).
+    std::shared_ptr<struct AdapterLoad> adapter_load;
+
+    // Tokenizes and validates; throws lorascope::Error with a message for the client. Runs on the
+    // submitting thread: the model and tokenizer are immutable.
     void prepare(const Request& request, const models::Model& model, const Tokenizer* tokenizer);
 
     scheduler::Demand demand() const;
+    // KV-cache blocks this request may occupy at most: its rows' self-attention positions (prompt
+    // and new tokens for decoder-only models, new tokens for seq2seq) and its encoder memory.
+    int64_t kv_blocks_needed(bool encoder_decoder) const;
+    std::vector<RequestId> ids() const { return {id}; }
     int64_t rows() const { return beams ? beams->num_beams() : 1; }
     // What the batch rows of this request feed the model next, and how the processors see them.
     void append_last_tokens(std::vector<int64_t>& out) const;

@@ -1,7 +1,7 @@
 // Counts what a stretch of engine work launches on the device, through LibTorch 2.x's Kineto
 // profiler, so that `lorascope-cli bench --profile` can report kernel launches per engine step
 // (the number that decides whether capturing decode steps in CUDA graphs would pay off).
-// Torch-free interface: the CLI includes it without ATen.
+// Torch-free interface (part of the public API; implemented in lorascope_engine, src/runtime/).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace lorascope::util {
+namespace lorascope {
 
 struct KernelCounts {
     int64_t kernels = 0;  // device kernel launches, every thread of the process
@@ -36,4 +36,4 @@ private:
     bool running_ = false;
 };
 
-}  // namespace lorascope::util
+}  // namespace lorascope

@@ -1,4 +1,6 @@
-#include "engine_request.h"
+#include "engine/live_request.h"
+
+#include "engine/emitter.h"
 
 #include <limits>
 #include <random>
@@ -51,6 +53,14 @@ void LiveRequest::prepare(const Request& request, const models::Model& model, co
     }
     if (tokenizer) detokenizer = std::make_unique<StreamingDetokenizer>(*tokenizer, true);
     stopping = std::make_unique<sampling::StoppingCriteria>(params, max_new_tokens);
+}
+
+int64_t LiveRequest::kv_blocks_needed(bool encoder_decoder) const {
+    const int64_t bs = models::KvPool::kBlockSize;
+    auto blocks = [&](int64_t positions) { return (positions + bs - 1) / bs; };
+    const int64_t prompt = static_cast<int64_t>(prompt_ids.size());
+    if (encoder_decoder) return rows() * blocks(max_new_tokens + 1) + blocks(prompt);
+    return rows() * blocks(prompt + max_new_tokens);
 }
 
 scheduler::Demand LiveRequest::demand() const {
@@ -131,7 +141,14 @@ void LiveRequest::accept(const sampling::TokenChoice& choice, const Tokenizer* t
     event.text_delta = step.text;
     event.logprob = choice.logprob;
     event.special = tokenizer && tokenizer->is_special(token);
-    if (sink) sink->on_token(event);
+    event.client_id = client_id;
+    if (sink) {
+        std::string why;
+        if (!emit_token(*sink, event, why)) {
+            finish(FinishReason::Error, "the request's sink threw on a token: " + why);
+            return;
+        }
+    }
 
     switch (step.reason) {
         case sampling::StopReason::None: break;
@@ -147,6 +164,7 @@ void LiveRequest::finish(FinishReason reason, const std::string& error) {
     const auto now = Clock::now();
     FinishEvent event;
     event.id = id;
+    event.client_id = client_id;
     event.reason = reason;
     if (stopping) {
         if (reason != FinishReason::Stop) stopping->flush();
@@ -163,7 +181,7 @@ void LiveRequest::finish(FinishReason reason, const std::string& error) {
     event.usage.queue_ms = ms_between(submitted, was_admitted ? admitted : now);
     if (!generated.empty()) event.usage.time_to_first_token_ms = ms_between(submitted, first_token);
     event.usage.total_ms = ms_between(submitted, now);
-    if (sink) sink->on_finish(event);
+    if (sink) emit_finish(*sink, event);
 }
 
 }  // namespace lorascope::engine_detail

@@ -1,4 +1,4 @@
-#include "util/kernel_profile.h"
+#include "lorascope/kernel_profile.h"
 
 #include <ATen/ATen.h>
 #include <torch/version.h>
@@ -18,7 +18,7 @@
 #define LORASCOPE_HAVE_KINETO_API 0
 #endif
 
-namespace lorascope::util {
+namespace lorascope {
 
 bool KernelProfile::available() { return LORASCOPE_HAVE_KINETO_API != 0; }
 
@@ -97,4 +97,4 @@ KernelProfile::~KernelProfile() = default;
 
 #endif
 
-}  // namespace lorascope::util
+}  // namespace lorascope

@@ -1,0 +1,83 @@
+// `lorascope-cli serve`: LoRAX's request and response JSON (router/src/lib.rs of predibase/lorax)
+// and the OpenAI completions dialect, mapped onto the engine's Request and GenerationParams.
+// Pure functions of JSON: no sockets, no engine thread, so that every rule here is testable alone.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "lorascope/config.h"
+#include "lorascope/engine.h"
+
+namespace lorascope::cli::serve {
+
+// An answer other than 200, carried with LoRAX's error shape {"error", "error_type"}. error_type
+// uses LoRAX's words where they apply ("validation", "generation", "overloaded",
+// "incomplete_generation") so that lorax-client raises the matching exception.
+class HttpError : public std::runtime_error {
+public:
+    HttpError(int status, std::string error_type, const std::string& message)
+        : std::runtime_error(message), status_(status), error_type_(std::move(error_type)) {}
+    int status() const noexcept { return status_; }
+    const std::string& error_type() const noexcept { return error_type_; }
+
+private:
+    int status_;
+    std::string error_type_;
+};
+
+nlohmann::json error_body(const std::string& message, const std::string& error_type);
+
+// What request parsing needs to know about the model being served.
+struct ServedModel {
+    std::string model_id;                  // /info's model_id; OpenAI's `model` naming the base
+    std::vector<std::string> adapters;     // names loaded at start-up (--adapter)
+    GenerationConfig generation_config;
+    bool encoder_decoder = true;
+    std::optional<int64_t> decoder_start_token_id;
+    int64_t max_stop_sequences = 16;
+};
+
+struct ParsedRequest {
+    Request request;                       // what the engine runs
+    std::string inputs;                    // the prompt text
+    std::string adapter_label;             // adapter name, or "" for the base model
+    bool stream = false;
+    bool details = false;
+    bool decoder_input_details = false;
+    bool return_full_text = false;
+    bool sampling = false;                 // after LoRAX's rule (see parse_lorax_request)
+    std::optional<uint64_t> seed;          // the seed sampling runs with (reported in details)
+    // OpenAI dialect
+    std::string model;                     // echoed back
+    bool openai_logprobs = false;
+    bool echo = false;
+};
+
+// Parses a request body. Malformed JSON or a body that is not an object is HttpError 400
+// ("invalid_input") quoting the parser's message and position.
+nlohmann::json parse_json_object(const std::string& body);
+
+// POST / (stream from the body's "stream"), /generate (stream = false), /generate_stream
+// (stream = true). Unknown adapters and unsupported or out-of-range parameters are HttpError 422
+// ("validation") naming the parameter. LoRAX samples when do_sample is true or any of
+// temperature != 1, top_k, top_p < 1, typical_p < 1 is given (its NextTokenChooser); so does this.
+ParsedRequest parse_lorax_request(const nlohmann::json& body, const ServedModel& model,
+                                  std::optional<bool> stream_by_route);
+
+// POST /v1/completions. `model` selects an adapter (the base when it is "" or the served
+// model_id). As OpenAI and vLLM do, temperature defaults to 1 and 0 means greedy decoding.
+// `logprobs` (0 or 1) returns each chosen token's logprob; alternatives (> 1) are refused.
+ParsedRequest parse_openai_completion(const nlohmann::json& body, const ServedModel& model);
+
+// Finish reasons in LoRAX's words: "length", "eos_token", "stop_sequence".
+const char* lorax_finish_reason(FinishReason reason);
+// ... and in OpenAI's: "length" or "stop".
+const char* openai_finish_reason(FinishReason reason);
+
+}  // namespace lorascope::cli::serve

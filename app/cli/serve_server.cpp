@@ -1,0 +1,637 @@
+#include "serve_server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <sys/socket.h>
+
+#include "lorascope/error.h"
+
+namespace lorascope::cli::serve {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(50);
+constexpr auto kKeepAliveInterval = std::chrono::seconds(5);
+
+// Set on the threads that answer connections past --max-connections: every request they read is
+// refused with 429. The body is read first (the handlers run as usual) because closing a socket
+// with unread input makes the kernel reset the connection, and the client would see a reset
+// instead of the refusal.
+thread_local bool t_refusing = false;
+
+// A fixed set of threads running queued jobs.
+class WorkerPool {
+public:
+    WorkerPool(size_t threads, bool refusing) {
+        for (size_t i = 0; i < threads; ++i)
+            threads_.emplace_back([this, refusing] {
+                t_refusing = refusing;
+                for (;;) {
+                    std::function<void()> job;
+                    {
+                        std::unique_lock<std::mutex> lock(mutex_);
+                        cv_.wait(lock, [&] { return shutdown_ || !jobs_.empty(); });
+                        if (jobs_.empty()) return;
+                        job = std::move(jobs_.front());
+                        jobs_.pop_front();
+                    }
+                    try {
+                        job();
+                    } catch (...) {
+                        // httplib answers the request's own exceptions; nothing may escape a worker.
+                    }
+                }
+            });
+    }
+    ~WorkerPool() { shutdown(); }
+    void push(std::function<void()> job) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            jobs_.push_back(std::move(job));
+        }
+        cv_.notify_one();
+    }
+    void shutdown() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            shutdown_ = true;
+        }
+        cv_.notify_all();
+        for (auto& t : threads_)
+            if (t.joinable()) t.join();
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::deque<std::function<void()>> jobs_;
+    bool shutdown_ = false;
+    std::vector<std::thread> threads_;
+};
+
+// httplib hands every accepted connection to a task queue. This one serves up to
+// `max_connections` at once, each on its own thread, and passes the rest to two refusing threads.
+class ConnectionQueue final : public httplib::TaskQueue {
+public:
+    ConnectionQueue(size_t max_connections, std::shared_ptr<Metrics> metrics)
+        : max_(max_connections), metrics_(std::move(metrics)), serving_(max_connections, false), refusing_(2, true) {}
+
+    void enqueue(std::function<void()> fn) override {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (busy_ >= max_) {
+                metrics_->on_connection_refused();
+                refusing_.push(std::move(fn));
+                return;
+            }
+            metrics_->set_connections(static_cast<int64_t>(++busy_));
+        }
+        serving_.push([this, fn = std::move(fn)] {
+            try {
+                fn();
+            } catch (...) {
+            }
+            std::lock_guard<std::mutex> lock(mutex_);
+            metrics_->set_connections(static_cast<int64_t>(--busy_));
+        });
+    }
+
+    void shutdown() override {
+        serving_.shutdown();
+        refusing_.shutdown();
+    }
+
+private:
+    std::mutex mutex_;
+    size_t max_;
+    size_t busy_ = 0;
+    std::shared_ptr<Metrics> metrics_;
+    WorkerPool serving_, refusing_;
+};
+
+// The engine's events for one request, handed from the engine thread to the HTTP thread. The sink
+// also does the request's metrics when it finishes, so that a request whose client went away is
+// still counted.
+struct SinkEvent {
+    bool finished = false;
+    TokenEvent token;
+    FinishEvent finish;
+};
+
+class EventQueueSink final : public RequestSink {
+public:
+    EventQueueSink(std::shared_ptr<Metrics> metrics, Clock::time_point received, double validation_s)
+        : metrics_(std::move(metrics)), received_(received), validation_s_(validation_s) {}
+
+    void on_token(const TokenEvent& event) override { push(SinkEvent{false, event, {}}); }
+    void on_finish(const FinishEvent& event) override {
+        const double total_s = std::chrono::duration<double>(Clock::now() - received_).count();
+        metrics_->on_finished(event, validation_s_, total_s);
+        push(SinkEvent{true, {}, event});
+    }
+
+    std::optional<SinkEvent> pop(std::chrono::milliseconds timeout) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (!cv_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return std::nullopt;
+        SinkEvent e = std::move(events_.front());
+        events_.pop_front();
+        return e;
+    }
+
+private:
+    void push(SinkEvent e) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            events_.push_back(std::move(e));
+        }
+        cv_.notify_one();
+    }
+
+    std::shared_ptr<Metrics> metrics_;
+    Clock::time_point received_;
+    double validation_s_;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::deque<SinkEvent> events_;
+};
+
+// Counts a request from its body's arrival until its answer is written (streams: until the stream
+// ends), so that a graceful shutdown waits for answers, not only for the engine.
+class OpenRequest {
+public:
+    explicit OpenRequest(std::shared_ptr<std::atomic<int64_t>> count) : count_(std::move(count)) { ++*count_; }
+    ~OpenRequest() { --*count_; }
+    OpenRequest(const OpenRequest&) = delete;
+    OpenRequest& operator=(const OpenRequest&) = delete;
+
+private:
+    std::shared_ptr<std::atomic<int64_t>> count_;
+};
+
+json token_json(const TokenEvent& t) {
+    return {{"id", t.token_id}, {"text", t.text_delta}, {"logprob", t.logprob}, {"special", t.special}};
+}
+
+void send_json(httplib::Response& res, int status, const json& body) {
+    res.status = status;
+    res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void send_error(httplib::Response& res, const HttpError& e) { send_json(res, e.status(), error_body(e.what(), e.error_type())); }
+
+// Equal-time comparison: the time a wrong token takes to reject says nothing about the right one.
+bool same_secret(const std::string& a, const std::string& b) {
+    unsigned char diff = a.size() == b.size() ? 0 : 1;
+    for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+    return diff == 0;
+}
+
+std::string sse(const json& data) { return "data:" + data.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n"; }
+
+// What a finished request's text is beyond its streamed deltas: text the detokenizer flushed at
+// the end. Empty when the deltas are not a prefix of it (a stop sequence cut the text).
+std::string unstreamed_tail(const std::string& streamed, const std::string& full) {
+    if (full.size() > streamed.size() && full.compare(0, streamed.size(), streamed) == 0) return full.substr(streamed.size());
+    return {};
+}
+
+// cpp-httplib 0.11 listens with a backlog of 5 (compiled into Debian's library): a crowd of clients
+// connecting at once would overflow the kernel's accept queue. listen() again on the bound socket
+// widens it (Linux takes the new backlog).
+class WideBacklogServer final : public httplib::Server {
+public:
+    bool widen_backlog(int backlog) { return ::listen(svr_sock_, backlog) == 0; }
+};
+
+HttpError finish_error(const FinishEvent& f) {
+    if (f.reason == FinishReason::Error) return HttpError(424, "generation", "generation failed: " + f.error);
+    return HttpError(503, "incomplete_generation", "the request was cancelled: the server is shutting down");
+}
+
+}  // namespace
+
+LoraxServer::LoraxServer(Engine& engine, ServedModel model, const Tokenizer* tokenizer, ServeOptions options, json info)
+    : engine_(engine), model_(std::move(model)), tokenizer_(tokenizer), options_(std::move(options)),
+      info_(std::move(info)), metrics_(std::make_shared<Metrics>()),
+      stopping_(std::make_shared<std::atomic<bool>>(false)), http_(std::make_unique<WideBacklogServer>()) {
+    if (options_.max_connections < 1) throw Error(ErrorKind::InvalidArgument, "--max-connections must be >= 1");
+    if (options_.max_body_bytes < 1) throw Error(ErrorKind::InvalidArgument, "--max-body-bytes must be >= 1");
+    std::weak_ptr<Metrics> weak = metrics_;
+    engine_.set_stats_listener([weak](const StepStats& s) {
+        if (auto m = weak.lock()) m->on_step(s);
+    });
+    const size_t max_connections = static_cast<size_t>(options_.max_connections);
+    auto metrics = metrics_;
+    http_->new_task_queue = [max_connections, metrics] { return new ConnectionQueue(max_connections, metrics); };
+    http_->set_payload_max_length(static_cast<size_t>(options_.max_body_bytes));
+    http_->set_keep_alive_timeout(5);
+    http_->set_read_timeout(30);
+    http_->set_write_timeout(30);
+    install_routes();
+}
+
+LoraxServer::~LoraxServer() {
+    stop();
+    engine_.set_stats_listener(nullptr);
+}
+
+int LoraxServer::bind() {
+    const std::string where = options_.host + ":" + std::to_string(options_.port);
+    if (options_.port < 0 || options_.port > 65535) throw Error(ErrorKind::InvalidArgument, "--port must be in 0..65535");
+    int port = options_.port;
+    if (port == 0) {
+        port = http_->bind_to_any_port(options_.host);
+        if (port <= 0) throw Error(ErrorKind::InvalidArgument, where, "cannot listen (bad host, or no free port)");
+    } else if (!http_->bind_to_port(options_.host, options_.port)) {
+        throw Error(ErrorKind::InvalidArgument, where, "cannot listen (address in use, or bad host)");
+    }
+    static_cast<WideBacklogServer&>(*http_).widen_backlog(1024);
+    return port;
+}
+
+bool LoraxServer::run() { return http_->listen_after_bind(); }
+
+void LoraxServer::begin_drain() { draining_ = true; }
+
+void LoraxServer::stop() {
+    *stopping_ = true;
+    if (http_) http_->stop();
+}
+
+void LoraxServer::install_routes() {
+    using httplib::ContentReader;
+    using httplib::Request;
+    using httplib::Response;
+    auto& http = *http_;
+
+    // Every route goes through here: overload, authentication, and errors in LoRAX's shape. A
+    // handler's failure is its request's answer; the server goes on.
+    auto refuse_if_overloaded = [this](Response& res) {
+        if (!t_refusing) return;
+        metrics_->on_request_refused("overloaded");
+        res.set_header("Connection", "close");
+        throw HttpError(429, "overloaded",
+                        "too many connections: this server serves " + std::to_string(options_.max_connections) +
+                            " at once (--max-connections); retry later");
+    };
+    auto check_token = [this](const Request& req) {
+        if (options_.api_token.empty()) return;
+        const std::string auth = req.get_header_value("Authorization");
+        const std::string prefix = "Bearer ";
+        if (auth.rfind(prefix, 0) != 0 || !same_secret(auth.substr(prefix.size()), options_.api_token))
+            throw HttpError(401, "authentication",
+                            "missing or wrong API token: send the header 'Authorization: Bearer <token>'");
+    };
+    // POST routes check overload and the token themselves, after reading the body (checks_first false).
+    auto guarded = [this, refuse_if_overloaded, check_token](auto handler, bool needs_token, bool checks_first = true) {
+        return [this, handler, needs_token, checks_first, refuse_if_overloaded, check_token](const Request& req,
+                                                                                             Response& res) {
+            try {
+                if (checks_first) {
+                    refuse_if_overloaded(res);
+                    if (needs_token) check_token(req);
+                }
+                handler(req, res);
+            } catch (const HttpError& e) {
+                send_error(res, e);
+            } catch (const Error& e) {
+                send_error(res, HttpError(422, "validation", e.what()));
+            } catch (const std::exception& e) {
+                send_error(res, HttpError(500, "internal", std::string("internal error: ") + e.what()));
+            }
+        };
+    };
+
+    // POST bodies are read here, bounded by --max-body-bytes also when no Content-Length is sent.
+    auto read_body = [this](const Request&, Response& res, const ContentReader& reader) {
+        std::string body;
+        bool too_large = false;
+        const size_t limit = static_cast<size_t>(options_.max_body_bytes);
+        const bool ok = reader([&](const char* data, size_t n) {
+            if (body.size() + n > limit) {
+                too_large = true;
+                return false;
+            }
+            body.append(data, n);
+            return true;
+        });
+        if (too_large || res.status == 413) {
+            res.set_header("Connection", "close");
+            throw HttpError(413, "validation",
+                            "the request body is larger than " + std::to_string(limit) + " bytes (--max-body-bytes)");
+        }
+        if (!ok) throw HttpError(400, "invalid_input", "the request body could not be read");
+        return body;
+    };
+
+    auto post_json = [this, guarded, read_body, refuse_if_overloaded, check_token](auto handler) {
+        return [this, guarded, read_body, refuse_if_overloaded, check_token, handler](const Request& req, Response& res,
+                                                                                       const ContentReader& reader) {
+            guarded(
+                [&, handler](const Request& rq, Response& rs) {
+                    const auto received = Clock::now();
+                    metrics_->on_request_received();
+                    std::string text;
+                    try {
+                        text = read_body(rq, rs, reader);
+                    } catch (const HttpError& e) {
+                        metrics_->on_request_refused(e.status() == 413 ? "payload_too_large" : "bad_request");
+                        throw;
+                    }
+                    refuse_if_overloaded(rs);
+                    check_token(rq);
+                    if (draining_) {
+                        metrics_->on_request_refused("shutting_down");
+                        throw HttpError(503, "unavailable", "the server is shutting down");
+                    }
+                    json body;
+                    try {
+                        body = parse_json_object(text);
+                    } catch (const HttpError&) {
+                        metrics_->on_request_refused("bad_request");
+                        throw;
+                    }
+                    try {
+                        handler(body, rs, received, std::make_shared<OpenRequest>(open_requests_));
+                    } catch (const HttpError& e) {
+                        if (e.error_type() == "validation") metrics_->on_request_refused("validation");
+                        throw;
+                    }
+                },
+                true, false)(req, res);
+        };
+    };
+
+    // Submits and returns the sink, counting the time spent before the engine as validation.
+    auto submit = [this](ParsedRequest& parsed, Clock::time_point received) {
+        const double validation_s = std::chrono::duration<double>(Clock::now() - received).count();
+        auto sink = std::make_shared<EventQueueSink>(metrics_, received, validation_s);
+        metrics_->on_submitted();
+        const RequestId id = engine_.submit(parsed.request, sink);
+        return std::make_pair(sink, id);
+    };
+
+    // Waits for a whole request (the non-streaming routes).
+    auto collect = [this](EventQueueSink& sink, RequestId id, std::vector<TokenEvent>& tokens) {
+        for (;;) {
+            if (*stopping_) {
+                engine_.cancel(id);
+                throw HttpError(503, "incomplete_generation", "the request was cancelled: the server is shutting down");
+            }
+            auto e = sink.pop(kPollInterval);
+            if (!e) continue;
+            if (e->finished) return e->finish;
+            tokens.push_back(std::move(e->token));
+        }
+    };
+
+    auto lorax_details = [this](const ParsedRequest& r, const FinishEvent& f, const std::vector<TokenEvent>& tokens) {
+        json prefill = json::array();
+        if (r.decoder_input_details && model_.decoder_start_token_id) {
+            const int64_t start = *model_.decoder_start_token_id;
+            prefill.push_back({{"id", start},
+                               {"text", tokenizer_ ? tokenizer_->decode({start}, false) : std::string()},
+                               {"logprob", nullptr}});
+        }
+        json list = json::array();
+        for (const auto& t : tokens) list.push_back(token_json(t));
+        return json{{"finish_reason", lorax_finish_reason(f.reason)},
+                    {"prompt_tokens", f.usage.prompt_tokens},
+                    {"generated_tokens", f.usage.generated_tokens},
+                    {"skipped_tokens", 0},
+                    {"seed", r.seed ? json(*r.seed) : json(nullptr)},
+                    {"prefill", prefill},
+                    {"tokens", list}};
+    };
+
+    auto timing_headers = [this](Response& res, const ParsedRequest& r, const FinishEvent& f) {
+        res.set_header("x-model-id", model_.model_id);
+        if (!r.adapter_label.empty()) res.set_header("x-adapter-id", r.adapter_label);
+        res.set_header("x-prompt-tokens", std::to_string(f.usage.prompt_tokens));
+        res.set_header("x-generated-tokens", std::to_string(f.usage.generated_tokens));
+        res.set_header("x-queue-time", std::to_string(static_cast<int64_t>(f.usage.queue_ms)));
+        res.set_header("x-inference-time", std::to_string(static_cast<int64_t>(f.usage.total_ms - f.usage.queue_ms)));
+        res.set_header("x-time-to-first-token", std::to_string(static_cast<int64_t>(f.usage.time_to_first_token_ms)));
+    };
+
+    // LoRAX's SSE stream: one event per token, the last token's event carrying generated_text and
+    // details; the stream ends with an {error, error_type} event when the request fails. The
+    // provider holds back one token because the engine says a request finished after its last
+    // token. A client that goes away is noticed within kPollInterval and its request cancelled.
+    struct StreamState {
+        std::shared_ptr<EventQueueSink> sink;
+        std::shared_ptr<OpenRequest> open;
+        RequestId id = 0;
+        ParsedRequest parsed;
+        std::optional<TokenEvent> held;
+        std::string streamed;            // OpenAI: text sent so far (for text_offset)
+        bool started = false;            // OpenAI: echo sent
+        bool finished = false;
+        Clock::time_point last_write = Clock::now();
+    };
+
+    auto stream_response = [this](Response& res, std::shared_ptr<StreamState> st, bool openai, std::string completion_id) {
+        res.set_header("Cache-Control", "no-cache");
+        res.set_header("X-Accel-Buffering", "no");
+        res.set_header("x-model-id", model_.model_id);
+        auto stopping = stopping_;
+        auto metrics = metrics_;
+        Engine* engine = &engine_;
+        const auto created = static_cast<int64_t>(std::time(nullptr));
+        auto openai_chunk = [st, completion_id, created](const std::string& text, const TokenEvent* token,
+                                                         const FinishEvent* finish) {
+            json choice = {{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+            if (st->parsed.openai_logprobs && token)
+                choice["logprobs"] = {{"tokens", {token->text_delta}},
+                                      {"token_logprobs", {token->logprob}},
+                                      {"top_logprobs", nullptr},
+                                      {"text_offset", {static_cast<int64_t>(st->streamed.size())}}};
+            json chunk = {{"id", completion_id}, {"object", "text_completion"}, {"created", created},
+                          {"model", st->parsed.model}, {"choices", json::array({choice})}};
+            if (finish) {
+                chunk["choices"][0]["finish_reason"] = openai_finish_reason(finish->reason);
+                const int64_t p = finish->usage.prompt_tokens, g = finish->usage.generated_tokens;
+                chunk["usage"] = {{"prompt_tokens", p}, {"completion_tokens", g}, {"total_tokens", p + g}};
+            }
+            return chunk;
+        };
+        res.set_chunked_content_provider(
+            "text/event-stream",
+            [st, stopping, metrics, engine, openai, openai_chunk](size_t, httplib::DataSink& out) {
+                auto write = [&](const std::string& text) {
+                    st->last_write = Clock::now();
+                    return out.write(text.data(), text.size());
+                };
+                if (openai && !st->started) {
+                    st->started = true;
+                    if (st->parsed.echo) {
+                        if (!write(sse(openai_chunk(st->parsed.inputs, nullptr, nullptr)))) return false;
+                        st->streamed = st->parsed.inputs;
+                    }
+                }
+                std::optional<SinkEvent> e;
+                while (!e) {
+                    if (*stopping) return false;
+                    if (!out.is_writable()) return false;   // the client left: the releaser cancels
+                    e = st->sink->pop(kPollInterval);
+                    if (!e && Clock::now() - st->last_write > kKeepAliveInterval && !write(":keep-alive\n\n")) return false;
+                }
+                if (!e->finished) {
+                    if (openai) {
+                        const TokenEvent& t = e->token;
+                        const bool ok = write(sse(openai_chunk(t.text_delta, &t, nullptr)));
+                        st->streamed += t.text_delta;
+                        return ok;
+                    }
+                    std::optional<TokenEvent> previous = std::move(st->held);
+                    st->held = std::move(e->token);
+                    if (!previous) return true;
+                    return write(sse({{"token", token_json(*previous)}, {"generated_text", nullptr}, {"details", nullptr}}));
+                }
+                st->finished = true;
+                const FinishEvent& f = e->finish;
+                bool ok = true;
+                if (f.reason == FinishReason::Error || f.reason == FinishReason::Cancelled) {
+                    const HttpError err = finish_error(f);
+                    ok = write(sse(error_body(err.what(), err.error_type())));
+                } else if (openai) {
+                    const std::string full = (st->parsed.echo ? st->parsed.inputs : std::string()) + f.text;
+                    ok = write(sse(openai_chunk(unstreamed_tail(st->streamed, full), nullptr, &f))) && write("data: [DONE]\n\n");
+                } else if (!st->held) {
+                    const HttpError err(500, "incomplete_generation", "the request finished without generating a token");
+                    ok = write(sse(error_body(err.what(), err.error_type())));
+                } else {
+                    json details = nullptr;
+                    if (st->parsed.details)
+                        details = {{"finish_reason", lorax_finish_reason(f.reason)},
+                                   {"prompt_tokens", f.usage.prompt_tokens},
+                                   {"generated_tokens", f.usage.generated_tokens},
+                                   {"seed", st->parsed.seed ? json(*st->parsed.seed) : json(nullptr)}};
+                    const std::string text = (st->parsed.return_full_text ? st->parsed.inputs : std::string()) + f.text;
+                    ok = write(sse({{"token", token_json(*st->held)}, {"generated_text", text}, {"details", details}}));
+                }
+                if (ok) out.done();
+                return ok;
+            },
+            // Runs when the response is done with, however it ended: a stream that did not reach its
+            // finish lost its client (or the server is stopping), and its request must not run on.
+            [st, engine, metrics, stopping](bool) {
+                if (st->finished) return;
+                engine->cancel(st->id);
+                if (!*stopping) metrics->on_client_disconnect();
+            });
+    };
+
+    auto lorax_generate = [this, submit, collect, lorax_details, timing_headers, stream_response](
+                              std::optional<bool> stream_by_route, bool wrap_in_list) {
+        return [=](const json& body, Response& res, Clock::time_point received, std::shared_ptr<OpenRequest> open) {
+            ParsedRequest parsed = parse_lorax_request(body, model_, stream_by_route);
+            if (parsed.stream) {
+                auto st = std::make_shared<StreamState>();
+                st->open = std::move(open);
+                st->parsed = parsed;
+                std::tie(st->sink, st->id) = submit(st->parsed, received);
+                stream_response(res, st, false, {});
+                return;
+            }
+            auto [sink, id] = submit(parsed, received);
+            std::vector<TokenEvent> tokens;
+            const FinishEvent f = collect(*sink, id, tokens);
+            if (f.reason == FinishReason::Error || f.reason == FinishReason::Cancelled) throw finish_error(f);
+            json out = {{"generated_text", (parsed.return_full_text ? parsed.inputs : std::string()) + f.text}};
+            if (parsed.details || parsed.decoder_input_details) out["details"] = lorax_details(parsed, f, tokens);
+            timing_headers(res, parsed, f);
+            send_json(res, 200, wrap_in_list ? json::array({out}) : out);
+        };
+    };
+
+    auto openai_completions = [this, submit, collect, stream_response](const json& body, Response& res,
+                                                                        Clock::time_point received,
+                                                                        std::shared_ptr<OpenRequest> open) {
+        ParsedRequest parsed = parse_openai_completion(body, model_);
+        const std::string completion_id = "cmpl-" + std::to_string(++completion_counter_);
+        if (parsed.stream) {
+            auto st = std::make_shared<StreamState>();
+            st->open = std::move(open);
+            st->parsed = parsed;
+            std::tie(st->sink, st->id) = submit(st->parsed, received);
+            stream_response(res, st, true, completion_id);
+            return;
+        }
+        auto [sink, id] = submit(parsed, received);
+        std::vector<TokenEvent> tokens;
+        const FinishEvent f = collect(*sink, id, tokens);
+        if (f.reason == FinishReason::Error || f.reason == FinishReason::Cancelled) throw finish_error(f);
+        const std::string prefix = parsed.echo ? parsed.inputs : std::string();
+        json logprobs = nullptr;
+        if (parsed.openai_logprobs) {
+            json texts = json::array(), lps = json::array(), offsets = json::array();
+            int64_t offset = static_cast<int64_t>(prefix.size());
+            for (const auto& t : tokens) {
+                texts.push_back(t.text_delta);
+                lps.push_back(t.logprob);
+                offsets.push_back(offset);
+                offset += static_cast<int64_t>(t.text_delta.size());
+            }
+            logprobs = {{"tokens", texts}, {"token_logprobs", lps}, {"top_logprobs", nullptr}, {"text_offset", offsets}};
+        }
+        const int64_t p = f.usage.prompt_tokens, g = f.usage.generated_tokens;
+        send_json(res, 200,
+                  {{"id", completion_id},
+                   {"object", "text_completion"},
+                   {"created", static_cast<int64_t>(std::time(nullptr))},
+                   {"model", parsed.model},
+                   {"choices", json::array({{{"index", 0},
+                                             {"text", prefix + f.text},
+                                             {"logprobs", logprobs},
+                                             {"finish_reason", openai_finish_reason(f.reason)}}})},
+                   {"usage", {{"prompt_tokens", p}, {"completion_tokens", g}, {"total_tokens", p + g}}}});
+    };
+
+    http.Post("/", post_json(lorax_generate(std::nullopt, true)));
+    http.Post("/generate", post_json(lorax_generate(false, false)));
+    http.Post("/generate_stream", post_json(lorax_generate(true, false)));
+    http.Post("/v1/completions", post_json(openai_completions));
+
+    http.Get("/health", guarded([this](const Request&, Response& res) {
+                 if (draining_) throw HttpError(503, "healthcheck", "the server is shutting down");
+                 res.status = 200;
+             }, false));
+    http.Get("/info", guarded([this](const Request&, Response& res) { send_json(res, 200, info_); }, true));
+    http.Get("/metrics", guarded([this](const Request&, Response& res) {
+                 res.status = 200;
+                 res.set_content(metrics_->render(), "text/plain; version=0.0.4");
+             }, true));
+    http.Get("/v1/models", guarded([this](const Request&, Response& res) {
+                 json data = json::array({{{"id", model_.model_id}, {"object", "model"}, {"owned_by", "lorascope"}}});
+                 for (const auto& a : model_.adapters)
+                     data.push_back({{"id", a}, {"object", "model"}, {"owned_by", "lorascope"}, {"parent", model_.model_id}});
+                 send_json(res, 200, {{"object", "list"}, {"data", data}});
+             }, true));
+
+    // httplib's own answers (no such route, body over the limit, unparsable request line) in LoRAX's shape.
+    http.set_error_handler([](const Request& req, Response& res) {
+        if (!res.body.empty()) return;
+        if (res.status == 404)
+            send_json(res, 404, error_body("no route " + req.method + " " + req.path, "not_found"));
+        else if (res.status == 413)
+            send_json(res, 413, error_body("the request body is larger than --max-body-bytes allows", "validation"));
+        else
+            send_json(res, res.status, error_body("bad request", "invalid_input"));
+    });
+}
+
+}  // namespace lorascope::cli::serve

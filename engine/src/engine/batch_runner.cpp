@@ -1,0 +1,447 @@
+#include "engine/batch_runner.h"
+
+#include <algorithm>
+
+#include "engine/fault_injection.h"
+#include "lorascope/error.h"
+#include "sampling/next_token_chooser.h"
+#include "scheduler/prefill_groups.h"
+#include "scheduler/prefill_plan.h"
+
+namespace lorascope::engine_detail {
+
+namespace {
+
+// What one more encoder pass costs, in padded prompt positions: a pass reads every weight once
+// more. Estimated from the weight bytes against the per-position FLOPs of t5-small and an 8-layer
+// BLOOM of width 1024 (each lands at 50-100 positions); the split is not sensitive to it.
+constexpr int64_t kPrefillPassTokens = 64;
+
+std::string what(const std::exception& e) { return e.what(); }
+
+}  // namespace
+
+BatchRunner::BatchRunner(const models::Model& model, std::shared_ptr<models::KvPool> pool, const Tokenizer* tokenizer,
+                         int64_t prefill_budget_tokens)
+    : model_(model),
+      pool_(std::move(pool)),
+      tokenizer_(tokenizer),
+      prefill_budget_(prefill_budget_tokens),
+      state_(pool_) {}
+
+BatchRunner::~BatchRunner() = default;
+
+void BatchRunner::add(std::unique_ptr<LiveRequest> request) {
+    if (!model_.is_encoder_decoder()) {
+        request->cache = models::DecodeState(pool_);
+        request->cache.add_row();
+    }
+    prefilling_.push_back(std::move(request));
+}
+
+scheduler::BatchShape BatchRunner::shape() const {
+    scheduler::BatchShape shape;
+    for (const auto& r : running_) shape = shape.with(r->demand());
+    for (const auto& r : prefilling_) shape = shape.with(r->demand());
+    return shape;
+}
+
+void BatchRunner::retire(LiveRequest& request) {
+    pool_->unreserve(request.kv_blocks);
+    request.kv_blocks = 0;
+    request.cache = models::DecodeState();
+}
+
+void BatchRunner::step(StepStats& stats) {
+    prefill(stats);
+    join_ready();
+    decode(stats);
+    // Requests still being prefilled show as prefill rows of their own.
+    for (const auto& r : prefilling_) {
+        if (r->finished || (r->prefilled == 0 && !r->encoded)) continue;
+        stats.rows += 1;
+        stats.row_requests.push_back(r->id);
+        stats.row_prefill.push_back(true);
+        stats.row_kv_blocks.push_back(r->cache.blocks_in_use());
+    }
+    drop_finished();
+}
+
+// ------------------------------------------------------------------------------------- prefill
+
+// The budget protects decoding rows from waiting on prefill; with none running, nobody waits, and
+// newcomers are best served by prefilling them all at once (requests submitted together, such as
+// a comparison's columns, then join the batch in the same step).
+int64_t BatchRunner::step_budget() const { return running_.empty() ? 0 : prefill_budget_; }
+
+void BatchRunner::prefill(StepStats& stats) {
+    if (prefilling_.empty()) return;
+    if (model_.is_encoder_decoder()) {
+        prefill_encoders(stats);
+        return;
+    }
+    std::vector<int64_t> remaining;
+    for (const auto& r : prefilling_) {
+        const int64_t prompt = static_cast<int64_t>(r->prompt_ids.size());
+        // The last prompt token is fed by the request's first decoding step.
+        remaining.push_back(r->finished ? 0 : prompt - 1 - r->prefilled);
+    }
+    // Chunks are always prefill_budget_ tokens (a request's numbers must not depend on whether
+    // others were decoding); how many run per step is limited only while rows decode.
+    const auto plan = scheduler::plan_prefill(remaining, /*chunked=*/true, prefill_budget_, step_budget());
+    stats.prefill_tokens_deferred += plan.deferred;
+    if (plan.pieces.empty()) return;
+    std::vector<std::pair<LiveRequest*, int64_t>> pieces;
+    for (const auto& p : plan.pieces) pieces.emplace_back(prefilling_[p.index].get(), p.tokens);
+    prefill_chunks(pieces, stats);
+}
+
+// An encoder pass cannot be cut along its prompt (its attention is bidirectional), but it can be
+// cut along its layers: a step runs as many units (layers) of the front jobs as the budget pays
+// for, at least one, so that a long prompt delays the decoding rows by a few layers' worth per
+// step instead of a whole encoder. The budget is in prompt tokens through the whole encoder
+// (tokens x units); a job's numbers do not depend on how its units are spread over steps.
+void BatchRunner::prefill_encoders(StepStats& stats) {
+    const int64_t units = model_.encoder_units();
+    const bool limited = step_budget() > 0;
+    int64_t budget = limited ? step_budget() * units : INT64_MAX;
+    double done = 0, padded = 0;
+    bool progressed = false;
+    while (budget > 0) {
+        if (encoding_.empty()) start_encode_jobs(limited ? budget / units : 0);
+        if (encoding_.empty()) break;
+        EncodeJob& job = encoding_.front();
+        const int64_t left = units - job.work.done;
+        int64_t n = std::min(left, job.cost > 0 ? budget / job.cost : left);
+        if (n == 0) {
+            if (progressed) break;
+            n = 1;  // at least one unit per step
+        }
+        const int64_t cost = job.cost, real = job.real;
+        progressed = true;
+        budget -= n * cost;
+        if (!advance_job(n, stats)) continue;
+        done += static_cast<double>(n * real) / static_cast<double>(units);
+        padded += static_cast<double>(n * (cost - real)) / static_cast<double>(units);
+    }
+    stats.prefill_tokens += static_cast<int64_t>(done + 0.5);
+    stats.padded_tokens += static_cast<int64_t>(padded + 0.5);
+    int64_t deferred = 0;
+    for (const auto& job : encoding_) deferred += job.real * (units - job.work.done) / units;
+    for (const auto& r : prefilling_)
+        if (!r->finished && !r->encoded && !r->encoding) deferred += static_cast<int64_t>(r->prompt_ids.size());
+    stats.prefill_tokens_deferred += deferred;
+}
+
+// New jobs from the requests not yet encoding, first come first served, while their prompts fit
+// `budget_tokens` (at least one; 0: all), grouped by length so that little is padded.
+void BatchRunner::start_encode_jobs(int64_t budget_tokens) {
+    std::vector<LiveRequest*> picked;
+    std::vector<int64_t> lengths, rows;
+    int64_t tokens = 0;
+    for (const auto& r : prefilling_) {
+        if (r->finished || r->encoded || r->encoding) continue;
+        const int64_t n = static_cast<int64_t>(r->prompt_ids.size());
+        if (!picked.empty() && budget_tokens > 0 && tokens + n > budget_tokens) break;
+        picked.push_back(r.get());
+        lengths.push_back(n);
+        rows.push_back(1);  // beams share their request's encoder memory
+        tokens += n;
+    }
+    for (const auto& pass : scheduler::prefill_groups(lengths, rows, kPrefillPassTokens)) {
+        std::vector<LiveRequest*> members;
+        for (size_t i : pass) members.push_back(picked[i]);
+        try {
+            encoding_.push_back(make_job(members));
+        } catch (const std::exception& e) {
+            for (auto* r : members) r->finish(FinishReason::Error, "prefill failed: " + what(e));
+        }
+    }
+}
+
+BatchRunner::EncodeJob BatchRunner::make_job(std::vector<LiveRequest*> members) const {
+    EncodeJob job;
+    std::vector<std::vector<int64_t>> prompts;
+    std::vector<std::shared_ptr<const adapters::LoraWeights>> weights;
+    int64_t longest = 0;
+    for (auto* r : members) {
+        prompts.push_back(r->prompt_ids);
+        weights.push_back(r->adapter.weights());
+        longest = std::max<int64_t>(longest, static_cast<int64_t>(r->prompt_ids.size()));
+        job.real += static_cast<int64_t>(r->prompt_ids.size());
+    }
+    job.cost = longest * static_cast<int64_t>(members.size());
+    job.hook = std::make_unique<adapters::MultiLoraHook>(weights, model_.options().device());
+    job.work = model_.begin_encoder(models::TokenBatch::from_rows(prompts, model_.pad_token_id(), model_.options().device()));
+    for (auto* r : members) r->encoding = true;
+    job.members = std::move(members);
+    return job;
+}
+
+// A job that fails is retried from scratch as two jobs of half its members each, down to the one
+// request that fails, which ends with the error; the others are encoded as if nothing happened.
+bool BatchRunner::advance_job(int64_t units, StepStats& stats) {
+    EncodeJob& job = encoding_.front();
+    const models::LoraHook* hook = job.hook->empty() ? nullptr : job.hook.get();
+    std::vector<RequestId> ids;
+    for (auto* r : job.members) ids.push_back(r->id);
+    try {
+        fault_point(FaultPoint::Prefill, ids);
+        if (job.work.done + units < model_.encoder_units()) {
+            model_.run_encoder(job.work, units, hook);
+            return true;
+        }
+        models::DecodeState encoded = model_.finish_encoder(job.work, hook, pool_);
+        const int64_t position_bytes = pool_->bytes_per_block() / pool_->block_size();
+        for (size_t i = 0; i < job.members.size(); ++i) {
+            LiveRequest& r = *job.members[i];
+            r.cache = encoded.take(static_cast<int64_t>(i), 1);
+            r.encoded = true;
+            r.encoding = false;
+            stats.cache_bytes_prefilled += static_cast<int64_t>(r.prompt_ids.size()) * position_bytes;
+        }
+        encoding_.pop_front();
+        return true;
+    } catch (const std::exception& e) {
+        std::vector<LiveRequest*> members = std::move(job.members);
+        encoding_.pop_front();
+        for (auto* r : members) r->encoding = false;
+        if (members.size() == 1) {
+            members[0]->finish(FinishReason::Error, "prefill failed: " + what(e));
+            return false;
+        }
+        const auto mid = members.begin() + static_cast<std::ptrdiff_t>(members.size() / 2);
+        try {
+            encoding_.push_front(make_job(std::vector<LiveRequest*>(mid, members.end())));
+            encoding_.push_front(make_job(std::vector<LiveRequest*>(members.begin(), mid)));
+        } catch (const std::exception& again) {
+            for (auto* r : members)
+                if (!r->encoding) r->finish(FinishReason::Error, "prefill failed: " + what(again));
+        }
+        return false;
+    }
+}
+
+// One pass over the next prompt chunk of each of `pieces`' requests (decoder-only models), rows of
+// different cache lengths side by side; halved on failure like an encoder job.
+void BatchRunner::prefill_chunks(const std::vector<std::pair<LiveRequest*, int64_t>>& pieces, StepStats& stats) {
+    std::vector<RequestId> ids;
+    std::vector<std::vector<int64_t>> chunks;
+    std::vector<std::shared_ptr<const adapters::LoraWeights>> weights;
+    int64_t longest = 0;
+    for (const auto& [r, n] : pieces) {
+        ids.push_back(r->id);
+        const auto begin = r->prompt_ids.begin() + r->prefilled;
+        chunks.emplace_back(begin, begin + n);
+        weights.push_back(r->adapter.weights());
+        longest = std::max(longest, n);
+    }
+    bool ok = true;
+    std::string error;
+    {
+        models::DecodeState batch(pool_);
+        for (const auto& piece : pieces) batch.concatenate(std::move(piece.first->cache));
+        try {
+            fault_point(FaultPoint::Prefill, ids);
+            const auto tokens = models::TokenBatch::from_rows(chunks, model_.pad_token_id(), model_.options().device());
+            const adapters::MultiLoraHook hook(weights, model_.options().device());
+            model_.forward(batch, tokens, models::LogitsAt::None, hook.empty() ? nullptr : &hook);
+        } catch (const std::exception& e) {
+            ok = false;
+            error = what(e);
+        }
+        for (size_t i = 0; i < pieces.size(); ++i) pieces[i].first->cache = batch.take(static_cast<int64_t>(i), 1);
+    }
+    if (!ok) {
+        if (pieces.size() == 1) {
+            pieces[0].first->finish(FinishReason::Error, "prefill failed: " + error);
+            return;
+        }
+        const auto mid = pieces.begin() + static_cast<std::ptrdiff_t>(pieces.size() / 2);
+        prefill_chunks({pieces.begin(), mid}, stats);
+        prefill_chunks({mid, pieces.end()}, stats);
+        return;
+    }
+    const int64_t position_bytes = pool_->bytes_per_block() / pool_->block_size();
+    for (const auto& [r, n] : pieces) {
+        r->prefilled += n;
+        stats.prefill_tokens += n;
+        stats.padded_tokens += longest - n;
+        stats.cache_bytes_prefilled += n * position_bytes;
+    }
+}
+
+// Newcomers whose prompt is in the cache join the running batch: their rows' block tables are
+// appended (beams fork from the one prefilled row, sharing its blocks). Nothing is copied.
+void BatchRunner::join_ready() {
+    const bool seq2seq = model_.is_encoder_decoder();
+    for (auto it = prefilling_.begin(); it != prefilling_.end();) {
+        LiveRequest& r = **it;
+        const bool ready = seq2seq ? r.encoded : r.prefilled + 1 == static_cast<int64_t>(r.prompt_ids.size());
+        if (r.finished || !ready) {
+            ++it;
+            continue;
+        }
+        try {
+            fault_point(FaultPoint::CacheJoin, r.ids());
+            if (r.rows() > 1) r.cache.filter(std::vector<int64_t>(static_cast<size_t>(r.rows()), 0));
+            state_.concatenate(std::move(r.cache));
+        } catch (const std::exception& e) {
+            r.finish(FinishReason::Error, "joining the batch failed: " + what(e));
+            ++it;
+            continue;
+        }
+        r.joined_this_step = true;
+        running_.push_back(std::move(*it));
+        it = prefilling_.erase(it);
+    }
+}
+
+// -------------------------------------------------------------------------------------- decode
+
+void BatchRunner::decode(StepStats& stats) {
+    if (running_.empty()) return;
+    const StepBatch batch(running_, state_);
+    batch.count(stats);
+    decode_range(batch, 0, batch.request_count());
+    for (auto& r : running_) r->joined_this_step = false;
+}
+
+// The decoding pass over requests [first, last) of the batch. A failure (an exception from the
+// model, std::bad_alloc, a device out of memory) is retried on each half, down to the one request
+// that fails, which ends with the error; the cache is unchanged by a failed pass (lengths advance
+// only after every layer ran, so a retry rewrites the same slots).
+void BatchRunner::decode_range(const StepBatch& batch, size_t first, size_t last) {
+    const int64_t row0 = batch.first_row(first), n = batch.first_row(last) - row0;
+    const auto device = model_.options().device();
+    at::Tensor logits;
+    try {
+        fault_point(FaultPoint::DecodeStep, batch.ids(first, last));
+        const bool whole = n == state_.rows();
+        const adapters::MultiLoraHook hook = batch.lora_hook(row0, n, device, whole ? &lora_stack_ : nullptr);
+        const at::Tensor tokens = batch.tokens(row0, n, device);
+        if (whole) {
+            logits = model_.decode_step(state_, tokens, hook.empty() ? nullptr : &hook);
+        } else {
+            models::DecodeState part = state_.take(row0, n);
+            try {
+                logits = model_.decode_step(part, tokens, hook.empty() ? nullptr : &hook);
+            } catch (...) {
+                state_.put(row0, std::move(part));
+                throw;
+            }
+            state_.put(row0, std::move(part));
+        }
+    } catch (const std::exception& e) {
+        if (last - first == 1) {
+            batch.request(first).finish(FinishReason::Error, "decoding failed: " + what(e));
+            return;
+        }
+        const size_t mid = first + (last - first) / 2;
+        decode_range(batch, first, mid);
+        decode_range(batch, mid, last);
+        return;
+    }
+    choose_and_emit(logits, batch, first, last);
+}
+
+void BatchRunner::choose_and_emit(const at::Tensor& raw, const StepBatch& batch, size_t first, size_t last) {
+    const int64_t row0 = batch.first_row(first);
+    try {
+        const at::Tensor logits = raw.to(at::kFloat).contiguous();
+        // Single-sequence rows are processed together; each beam request works on its own rows.
+        std::vector<int64_t> single_rows;
+        std::vector<LiveRequest*> singles;
+        std::vector<sampling::LogitsRow> logits_rows;
+        std::vector<at::Generator> generators;
+        for (size_t i = first; i < last; ++i) {
+            LiveRequest& r = batch.request(i);
+            const int64_t offset = batch.first_row(i) - row0;
+            if (r.finished) continue;  // a leave that failed: it rides along until it is retried
+            if (r.beams) {
+                const auto source = r.beam_step(logits.narrow(0, offset, r.rows()), tokenizer_);
+                bool moved = false;
+                for (size_t j = 0; j < source.size(); ++j) moved = moved || source[j] != static_cast<int64_t>(j);
+                // The beams' block tables follow their sources: references only, inside this request.
+                if (moved && !r.finished) state_.reorder(row0 + offset, source);
+            } else {
+                single_rows.push_back(offset);
+                singles.push_back(&r);
+                r.append_logits_rows(logits_rows);
+                generators.push_back(r.generator);
+            }
+        }
+        if (singles.empty()) return;
+        at::Tensor scores = static_cast<int64_t>(singles.size()) == logits.size(0)
+                                ? logits
+                                : logits.index_select(0, at::tensor(single_rows, at::kLong).to(logits.device()));
+        sampling::process_logits(scores, logits_rows);
+        const auto choices = sampling::choose_next_tokens(scores, logits_rows, generators);
+        for (size_t i = 0; i < singles.size(); ++i) singles[i]->accept(choices[i], tokenizer_);
+    } catch (const std::exception& e) {
+        for (size_t i = first; i < last; ++i)
+            if (!batch.request(i).finished) batch.request(i).finish(FinishReason::Error, "choosing the next token failed: " + what(e));
+    }
+}
+
+// ------------------------------------------------------------------------------ leave, cancel
+
+void BatchRunner::drop_finished() {
+    int64_t offset = state_.rows();
+    for (size_t i = running_.size(); i-- > 0;) {
+        LiveRequest& r = *running_[i];
+        offset -= r.rows();
+        if (!r.finished) continue;
+        try {
+            fault_point(FaultPoint::CacheLeave, r.ids());
+        } catch (const std::exception&) {
+            continue;  // nothing changed: retried at the next step boundary
+        }
+        state_.erase(offset, r.rows());
+        retire(r);
+        running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    for (auto it = prefilling_.begin(); it != prefilling_.end();) {
+        if ((*it)->finished && !(*it)->encoding) {  // an encoder job still points at it
+            retire(**it);
+            it = prefilling_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+void BatchRunner::cancel(const std::function<bool(RequestId)>& wanted) {
+    bool any = false;
+    for (auto& r : running_)
+        if (!r->finished && wanted(r->id)) r->finish(FinishReason::Cancelled), any = true;
+    for (auto& r : prefilling_)
+        if (!r->finished && wanted(r->id)) r->finish(FinishReason::Cancelled), any = true;
+    if (any) drop_finished();
+}
+
+void BatchRunner::finish_all(FinishReason reason, const std::string& error) {
+    for (auto& r : running_)
+        if (!r->finished) r->finish(reason, error);
+    for (auto& r : prefilling_)
+        if (!r->finished) r->finish(reason, error);
+    encoding_.clear();
+    for (auto& r : running_) retire(*r);
+    for (auto& r : prefilling_) retire(*r);
+    running_.clear();
+    prefilling_.clear();
+    state_ = models::DecodeState(pool_);
+}
+
+void BatchRunner::cache_stats(StepStats& stats) {
+    stats.kv_block_size = pool_->block_size();
+    stats.kv_blocks_total = pool_->capacity();
+    stats.kv_blocks_used = pool_->used();
+    stats.kv_bytes_allocated = pool_->used() * pool_->bytes_per_block();
+    int64_t in_use = state_.bytes_in_use();
+    for (const auto& r : prefilling_) in_use += r->cache.bytes_in_use();
+    stats.kv_bytes_in_use = in_use;
+    stats.cache_bytes_moved += pool_->take_bytes_moved();
+}
+
+}  // namespace lorascope::engine_detail

@@ -1,0 +1,88 @@
+// The running batch: admitted requests being prefilled under the per-step budget, the rows that
+// decode every step, and their KV cache (one pool, a block table per row). Joining, leaving and
+// beam reordering are block-table bookkeeping (models/kv_pool.h); a failure in a pass ends exactly
+// the requests whose rows cause it (the pass is retried on halves until they are found).
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "adapters/multi_lora_hook.h"
+#include "engine/live_request.h"
+#include "engine/step_batch.h"
+#include "lorascope/engine.h"
+#include "lorascope/tokenizer.h"
+#include "models/model.h"
+#include "scheduler/admission.h"
+
+namespace lorascope::engine_detail {
+
+class BatchRunner {
+public:
+    BatchRunner(const models::Model& model, std::shared_ptr<models::KvPool> pool, const Tokenizer* tokenizer,
+                int64_t prefill_budget_tokens);
+    ~BatchRunner();
+
+    // An admitted request (KV blocks reserved, adapter pinned): prefilled from the next step on.
+    void add(std::unique_ptr<LiveRequest> request);
+    bool empty() const { return running_.empty() && prefilling_.empty(); }
+    scheduler::BatchShape shape() const;
+
+    // One step: prefill work under the budget, newcomers whose prompt is in the cache join, every
+    // running row decodes one token, finished requests leave.
+    void step(StepStats& stats);
+    // Requests `wanted` picks finish as cancelled; their rows leave at drop_finished().
+    void cancel(const std::function<bool(RequestId)>& wanted);
+    // Finished requests leave the batch: their blocks go back to the pool (no copy). A leave that
+    // fails is retried at the next step boundary.
+    void drop_finished();
+    // Every request ends with this reason (engine shutdown, or an unexpected failure of a step).
+    void finish_all(FinishReason reason, const std::string& error = {});
+    void cache_stats(StepStats& stats);
+
+    const models::KvPool& pool() const { return *pool_; }
+    int64_t lora_stack_bytes() const { return lora_stack_.bytes(); }
+
+private:
+    // Seq2seq: encoder passes as jobs that run some of their units (layers) per step.
+    struct EncodeJob {
+        std::vector<LiveRequest*> members;   // owned by prefilling_, which keeps them until the job ends
+        models::Model::EncoderWork work;
+        std::unique_ptr<adapters::MultiLoraHook> hook;  // holds the members' adapter weights
+        int64_t cost = 0;                    // padded positions of one unit: rows x longest prompt
+        int64_t real = 0;                    // of which prompt tokens
+    };
+
+    int64_t step_budget() const;
+    void prefill(StepStats& stats);
+    void prefill_encoders(StepStats& stats);
+    void start_encode_jobs(int64_t budget_tokens);
+    EncodeJob make_job(std::vector<LiveRequest*> members) const;
+    // Runs `units` units of the front job; false when it failed (its members were retried as two
+    // jobs or, alone, failed with the error).
+    bool advance_job(int64_t units, StepStats& stats);
+    void prefill_chunks(const std::vector<std::pair<LiveRequest*, int64_t>>& pieces, StepStats& stats);
+    void join_ready();
+    void decode(StepStats& stats);
+    void decode_range(const StepBatch& batch, size_t first, size_t last);
+    void choose_and_emit(const at::Tensor& logits, const StepBatch& batch, size_t first, size_t last);
+    void retire(LiveRequest& request);
+
+    const models::Model& model_;
+    std::shared_ptr<models::KvPool> pool_;
+    const Tokenizer* tokenizer_;
+    int64_t prefill_budget_;
+    // Requests in batch-row order: running_[0] holds state_'s rows [0, rows()), the next follows.
+    std::vector<std::unique_ptr<LiveRequest>> running_;
+    models::DecodeState state_;
+    std::deque<std::unique_ptr<LiveRequest>> prefilling_;
+    std::deque<EncodeJob> encoding_;
+    // Stacked adapter factors for mixed-adapter decoding steps, kept while the set of adapters in
+    // the batch stays the same.
+    adapters::LoraStack lora_stack_;
+};
+
+}  // namespace lorascope::engine_detail

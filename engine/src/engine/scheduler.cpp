@@ -1,0 +1,156 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <set>
+
+#include "engine/fault_injection.h"
+#include "lorascope/error.h"
+
+namespace lorascope::engine_detail {
+
+RequestScheduler::RequestScheduler(const models::Model& model, adapters::AdapterRegistry& registry,
+                                   models::KvPool& pool, const EngineOptions& options)
+    : model_(model), registry_(registry), pool_(pool) {
+    limits_.max_batch_size = options.max_batch_size;
+    limits_.max_batch_tokens = options.max_batch_tokens;
+}
+
+RequestScheduler::~RequestScheduler() {
+    for (auto& t : loaders_)
+        if (t.joinable()) t.join();
+}
+
+void RequestScheduler::cancel(const std::function<bool(RequestId)>& wanted) {
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+        if (wanted((*it)->id)) {
+            (*it)->finish(FinishReason::Cancelled);
+            it = waiting_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+bool RequestScheduler::ready(const LiveRequest& r) const {
+    if (r.adapter_name.empty()) return true;
+    if (r.adapter_load) {
+        std::lock_guard<std::mutex> lock(r.adapter_load->mutex);
+        return r.adapter_load->done;
+    }
+    return registry_.resident(r.adapter_name) || !registry_.has(r.adapter_name);  // gone: fails at pin
+}
+
+// One reload per adapter at a time, for the first waiting request that needs it; the requests
+// behind it pin the adapter once it is resident again.
+void RequestScheduler::start_reloads() {
+    std::set<std::string> loading;
+    for (const auto& r : waiting_)
+        if (r->adapter_load) loading.insert(r->adapter_name);
+    for (auto& r : waiting_) {
+        if (r->adapter_name.empty() || r->adapter_load || loading.count(r->adapter_name)) continue;
+        if (!registry_.has(r->adapter_name) || registry_.resident(r->adapter_name)) continue;
+        loading.insert(r->adapter_name);
+        auto load = std::make_shared<AdapterLoad>();
+        r->adapter_load = load;
+        loaders_.emplace_back([this, load, name = r->adapter_name] {
+            adapters::AdapterLease lease;
+            std::string error;
+            try {
+                lease = registry_.acquire(name);
+            } catch (const std::exception& e) {
+                error = e.what();
+            }
+            std::lock_guard<std::mutex> lock(load->mutex);
+            load->lease = std::move(lease);
+            load->error = std::move(error);
+            load->done = true;
+        });
+    }
+}
+
+bool RequestScheduler::pin_adapter(LiveRequest& r) {
+    if (r.adapter_name.empty()) return true;
+    try {
+        fault_point(FaultPoint::AdapterAcquire, r.ids());
+        if (r.adapter_load) {
+            std::lock_guard<std::mutex> lock(r.adapter_load->mutex);
+            if (!r.adapter_load->error.empty()) throw lorascope::Error(ErrorKind::Format, r.adapter_load->error);
+            r.adapter = std::move(r.adapter_load->lease);
+        } else {
+            r.adapter = registry_.acquire(r.adapter_name);
+        }
+        r.adapter_load.reset();
+        return true;
+    } catch (const std::exception& e) {
+        r.adapter_load.reset();
+        r.finish(FinishReason::Error, e.what());
+        return false;
+    }
+}
+
+std::string RequestScheduler::rejection(const LiveRequest& r) const {
+    auto d = r.demand();
+    d.kv_blocks = r.kv_blocks_needed(model_.is_encoder_decoder());
+    if (d.rows > limits_.max_batch_size)
+        return "request needs " + std::to_string(d.rows) + " batch rows (num_beams), more than the engine's max_batch_size (" +
+               std::to_string(limits_.max_batch_size) + ")";
+    if (d.kv_blocks > limits_.kv_blocks_capacity) {
+        const double mib = static_cast<double>(d.kv_blocks * pool_.bytes_per_block()) / (1 << 20);
+        const double cap = static_cast<double>(pool_.capacity() * pool_.bytes_per_block()) / (1 << 20);
+        return "request needs " + std::to_string(static_cast<int64_t>(mib + 0.5)) + " MiB of KV cache, more than the whole cache (" +
+               std::to_string(static_cast<int64_t>(cap + 0.5)) + " MiB; raise kv_cache_mb / --kv-cache-mb)";
+    }
+    return "request needs " + std::to_string(d.prompt_tokens + d.max_new_tokens) +
+           " positions, more than the engine's max_batch_tokens (" + std::to_string(limits_.max_batch_tokens) + ") allows";
+}
+
+std::vector<std::unique_ptr<LiveRequest>> RequestScheduler::admit(const scheduler::BatchShape& running) {
+    std::vector<std::unique_ptr<LiveRequest>> admitted;
+    if (waiting_.empty()) return admitted;
+    start_reloads();
+    scheduler::Limits limits = limits_;
+    limits.kv_blocks_capacity = pool_.capacity();
+    limits.kv_blocks_free = pool_.capacity() - pool_.reserved();
+    limits_.kv_blocks_capacity = limits.kv_blocks_capacity;
+
+    std::deque<scheduler::Demand> demands;
+    for (auto& w : waiting_) {
+        if (!ready(*w)) continue;  // its adapter is being reloaded: the others go ahead
+        auto d = w->demand();
+        d.kv_blocks = w->kv_blocks_needed(model_.is_encoder_decoder());
+        demands.push_back(d);
+    }
+    const auto decision = scheduler::admit(demands, running, limits);
+    for (const auto& d : demands)  // admit() counts how often a request was passed over
+        for (auto& w : waiting_)
+            if (w->id == d.id) w->skipped = d.skipped;
+
+    const std::set<uint64_t> take(decision.admitted.begin(), decision.admitted.end());
+    const std::set<uint64_t> refuse(decision.rejected.begin(), decision.rejected.end());
+    const auto now = Clock::now();
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+        LiveRequest& r = **it;
+        if (refuse.count(r.id)) {
+            r.finish(FinishReason::Error, rejection(r));
+            it = waiting_.erase(it);
+            continue;
+        }
+        if (!take.count(r.id)) {
+            ++it;
+            continue;
+        }
+        std::unique_ptr<LiveRequest> live = std::move(*it);
+        it = waiting_.erase(it);
+        if (!pin_adapter(*live)) continue;
+        live->kv_blocks = live->kv_blocks_needed(model_.is_encoder_decoder());
+        if (!pool_.try_reserve(live->kv_blocks)) {  // admit() counted the same blocks: cannot happen
+            live->finish(FinishReason::Error, "internal: the KV cache could not reserve what admission granted");
+            continue;
+        }
+        live->admitted = now;
+        admitted.push_back(std::move(live));
+    }
+    return admitted;
+}
+
+}  // namespace lorascope::engine_detail

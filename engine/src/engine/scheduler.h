@@ -1,0 +1,61 @@
+// The engine's waiting queue and admission: which requests join at a step boundary under the row
+// limit, the token budget and the KV cache (each admitted request's blocks are reserved), with
+// evicted adapters reloaded off the engine thread (their requests wait; the others decode).
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "adapters/adapter_registry.h"
+#include "engine/live_request.h"
+#include "lorascope/engine.h"
+#include "models/kv_pool.h"
+#include "scheduler/admission.h"
+
+namespace lorascope::engine_detail {
+
+// A reload of an evicted adapter running on a thread of its own.
+struct AdapterLoad {
+    std::mutex mutex;
+    bool done = false;
+    adapters::AdapterLease lease;
+    std::string error;
+};
+
+class RequestScheduler {
+public:
+    RequestScheduler(const models::Model& model, adapters::AdapterRegistry& registry, models::KvPool& pool,
+                     const EngineOptions& options);
+    ~RequestScheduler();   // waits for reloads in flight (they use the registry)
+
+    void enqueue(std::unique_ptr<LiveRequest> request) { waiting_.push_back(std::move(request)); }
+    bool empty() const { return waiting_.empty(); }
+    int64_t depth() const { return static_cast<int64_t>(waiting_.size()); }
+
+    // Finishes the waiting requests `wanted` picks as cancelled.
+    void cancel(const std::function<bool(RequestId)>& wanted);
+
+    // The requests that join now, in queue order: adapter pinned, KV blocks reserved.
+    std::vector<std::unique_ptr<LiveRequest>> admit(const scheduler::BatchShape& running);
+
+private:
+    void start_reloads();
+    bool ready(const LiveRequest& r) const;
+    // Pins r's adapter; false (and r finished with the error) when it cannot be served.
+    bool pin_adapter(LiveRequest& r);
+    std::string rejection(const LiveRequest& r) const;
+
+    const models::Model& model_;
+    adapters::AdapterRegistry& registry_;
+    models::KvPool& pool_;
+    scheduler::Limits limits_;
+    std::deque<std::unique_ptr<LiveRequest>> waiting_;
+    std::vector<std::thread> loaders_;
+};
+
+}  // namespace lorascope::engine_detail

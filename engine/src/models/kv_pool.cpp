@@ -1,0 +1,459 @@
+#include "models/kv_pool.h"
+
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+#include "lorascope/error.h"
+
+namespace lorascope::models {
+
+namespace {
+
+constexpr int64_t kBs = KvPool::kBlockSize;
+
+int64_t blocks_for(int64_t positions) { return (positions + kBs - 1) / kBs; }
+
+at::Tensor long_tensor(const std::vector<int64_t>& v, const at::Device& device) {
+    at::Tensor t = at::tensor(v, at::TensorOptions().dtype(at::kLong));
+    return device.is_cpu() ? t : t.to(device);
+}
+
+at::Tensor table_slots(const std::vector<int32_t>& table, int64_t width, int64_t rows, int64_t L,
+                       const at::Device& device) {
+    std::vector<int64_t> slots(static_cast<size_t>(rows * L));
+    for (int64_t b = 0; b < rows; ++b)
+        for (int64_t l = 0; l < L; ++l) {
+            const int64_t j = l / kBs;
+            const int64_t block = j < width ? table[static_cast<size_t>(b * width + j)] : 0;
+            slots[static_cast<size_t>(b * L + l)] = block * kBs + l % kBs;
+        }
+    return long_tensor(slots, device).view({rows, L});
+}
+
+}  // namespace
+
+double mask_value(at::ScalarType dtype) {
+    switch (dtype) {
+        case at::kHalf: return -65504.0;
+        case at::kBFloat16: return -3.3895313892515355e38;  // torch.finfo(bfloat16).min exactly: -3.38953139e38 overflows it
+        default: return static_cast<double>(std::numeric_limits<float>::lowest());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------- KvPool
+
+int64_t KvPool::bytes_per_block(const CacheShape& shape, at::ScalarType dtype) {
+    return 2 * shape.layers * kBs * shape.heads * shape.head_dim * static_cast<int64_t>(c10::elementSize(dtype));
+}
+
+int64_t KvPool::bytes_per_block() const {
+    return bytes_per_block(shape_, c10::typeMetaToScalarType(options_.dtype()));
+}
+
+KvPool::KvPool(CacheShape shape, int64_t blocks, at::TensorOptions options, bool growable)
+    : shape_(shape), options_(options), growable_(growable), capacity_(std::max<int64_t>(1, blocks)) {
+    // Allocated empty, zeroed a block at a time on first use: a large CPU allocation is fresh
+    // pages that cost no memory until written, so an idle budget of gigabytes stays virtual.
+    for (int64_t l = 0; l < shape_.layers; ++l) {
+        keys_.push_back(at::empty({(capacity_ + 1) * kBs, shape_.heads, shape_.head_dim}, options_));
+        values_.push_back(at::empty({(capacity_ + 1) * kBs, shape_.heads, shape_.head_dim}, options_));
+    }
+    refs_.assign(static_cast<size_t>(capacity_ + 1), 0);
+    touched_.assign(static_cast<size_t>(capacity_ + 1), false);
+    for (int64_t b = capacity_; b >= 1; --b) free_.push_back(static_cast<int32_t>(b));
+    zero_block(0);  // the null block: what padding entries of a block table read
+}
+
+void KvPool::zero_block(int32_t block) {
+    for (int64_t l = 0; l < shape_.layers; ++l) {
+        keys_[static_cast<size_t>(l)].narrow(0, block * kBs, kBs).zero_();
+        values_[static_cast<size_t>(l)].narrow(0, block * kBs, kBs).zero_();
+    }
+    touched_[static_cast<size_t>(block)] = true;
+}
+
+void KvPool::grow() {
+    const int64_t old = capacity_;
+    const int64_t grown = std::max<int64_t>(4, old * 2);
+    for (int64_t l = 0; l < shape_.layers; ++l) {
+        for (auto* store : {&keys_, &values_}) {
+            at::Tensor fresh = at::empty({(grown + 1) * kBs, shape_.heads, shape_.head_dim}, options_);
+            fresh.narrow(0, 0, (old + 1) * kBs).copy_((*store)[static_cast<size_t>(l)]);
+            (*store)[static_cast<size_t>(l)] = fresh;
+        }
+    }
+    bytes_moved_ += used() * bytes_per_block();
+    capacity_ = grown;
+    refs_.resize(static_cast<size_t>(grown + 1), 0);
+    touched_.resize(static_cast<size_t>(grown + 1), false);
+    for (int64_t b = grown; b > old; --b) free_.insert(free_.begin(), static_cast<int32_t>(b));
+}
+
+bool KvPool::try_reserve(int64_t blocks) {
+    if (!growable_ && reserved_ + blocks > capacity_) return false;
+    reserved_ += blocks;
+    return true;
+}
+
+void KvPool::unreserve(int64_t blocks) { reserved_ = std::max<int64_t>(0, reserved_ - blocks); }
+
+int32_t KvPool::allocate() {
+    if (free_.empty()) {
+        if (!growable_)
+            throw Error(ErrorKind::Internal, "the KV cache pool is full (" + std::to_string(capacity_) +
+                                                 " blocks): admission reserved less than the batch uses");
+        grow();
+    }
+    const int32_t block = free_.back();
+    free_.pop_back();
+    if (!touched_[static_cast<size_t>(block)]) zero_block(block);
+    refs_[static_cast<size_t>(block)] = 1;
+    return block;
+}
+
+void KvPool::retain(int32_t block) {
+    if (block > 0) ++refs_[static_cast<size_t>(block)];
+}
+
+void KvPool::release(int32_t block) {
+    if (block <= 0) return;
+    int32_t& r = refs_[static_cast<size_t>(block)];
+    if (r > 0 && --r == 0) free_.push_back(block);
+}
+
+void KvPool::copy_block(int32_t from, int32_t to) {
+    for (int64_t l = 0; l < shape_.layers; ++l) {
+        for (auto* store : {&keys_, &values_}) {
+            at::Tensor& t = (*store)[static_cast<size_t>(l)];
+            t.narrow(0, to * kBs, kBs).copy_(t.narrow(0, from * kBs, kBs));
+        }
+    }
+    bytes_moved_ += bytes_per_block();
+}
+
+int64_t KvPool::take_bytes_moved() { return std::exchange(bytes_moved_, 0); }
+
+// ------------------------------------------------------------------------------------------- PagedStep
+
+std::pair<at::Tensor, at::Tensor> PagedStep::gather_self(int64_t layer) const {
+    if (!self_slots_.defined()) self_slots_ = table_slots(self_table, self_width, rows, key_length, pool->keys(0).device());
+    return gather(layer, self_slots_);
+}
+
+std::pair<at::Tensor, at::Tensor> PagedStep::gather_cross(int64_t layer) const {
+    if (!cross_slots_.defined())
+        cross_slots_ = table_slots(cross_table, cross_width, rows, cross_length, pool->keys(0).device());
+    return gather(layer, cross_slots_);
+}
+
+const at::Tensor& PagedStep::cross_padding_mask() const {
+    if (!cross_mask_built_) {
+        const auto& keys = pool->keys(0);
+        if (!std::all_of(cross_lengths.begin(), cross_lengths.end(), [&](int64_t n) { return n == cross_length; })) {
+            at::Tensor len = long_tensor(cross_lengths, keys.device());
+            at::Tensor slots = at::arange(cross_length, at::TensorOptions().dtype(at::kLong).device(keys.device()));
+            at::Tensor hidden = (slots.unsqueeze(0) >= len.unsqueeze(1)).view({rows, 1, 1, cross_length});
+            cross_mask_ = at::zeros({rows, 1, 1, cross_length}, keys.options())
+                              .masked_fill_(hidden, mask_value(keys.scalar_type()));
+        }
+        cross_mask_built_ = true;
+    }
+    return cross_mask_;
+}
+
+std::pair<at::Tensor, at::Tensor> PagedStep::gather(int64_t layer, const at::Tensor& slots) const {
+    const int64_t B = slots.size(0), L = slots.size(1);
+    const auto& shape = pool->shape();
+    const at::Tensor flat = slots.reshape({-1});
+    at::Tensor k = pool->keys(layer).index_select(0, flat).view({B, L, shape.heads, shape.head_dim}).transpose(1, 2);
+    at::Tensor v = pool->values(layer).index_select(0, flat).view({B, L, shape.heads, shape.head_dim}).transpose(1, 2);
+    return {k, v};
+}
+
+void PagedStep::write(int64_t layer, const at::Tensor& k, const at::Tensor& v) const {
+    const auto& shape = pool->shape();
+    auto rows_of = [&](const at::Tensor& t) {
+        at::Tensor flat = t.transpose(1, 2).reshape({-1, shape.heads, shape.head_dim});  // [B * T, H, D]
+        if (write_rows.size(0) == flat.size(0)) return flat;  // every new token valid, in order
+        return flat.index_select(0, write_rows);
+    };
+    // index_copy_ on the pool tensor itself: at::Tensor is a handle, the pool's storage is shared.
+    at::Tensor keys = pool->keys(layer), values = pool->values(layer);
+    keys.index_copy_(0, write_slots, rows_of(k).to(keys.scalar_type()));
+    values.index_copy_(0, write_slots, rows_of(v).to(values.scalar_type()));
+}
+
+// ----------------------------------------------------------------------------------------- DecodeState
+
+DecodeState::DecodeState(DecodeState&& other) noexcept : pool_(std::move(other.pool_)), rows_(std::move(other.rows_)) {
+    other.rows_.clear();
+}
+
+DecodeState& DecodeState::operator=(DecodeState&& other) noexcept {
+    if (this != &other) {
+        for (auto& r : rows_) release_row(r);
+        pool_ = std::move(other.pool_);
+        rows_ = std::move(other.rows_);
+        other.rows_.clear();
+    }
+    return *this;
+}
+
+DecodeState::~DecodeState() {
+    for (auto& r : rows_) release_row(r);
+}
+
+void DecodeState::release_row(RowCache& row) {
+    if (!pool_) return;
+    for (int32_t b : row.self.blocks) pool_->release(b);
+    for (int32_t b : row.cross.blocks) pool_->release(b);
+    row = RowCache{};
+}
+
+void DecodeState::retain_row(const RowCache& row) {
+    for (int32_t b : row.self.blocks) pool_->retain(b);
+    for (int32_t b : row.cross.blocks) pool_->retain(b);
+}
+
+std::vector<int64_t> DecodeState::lengths() const {
+    std::vector<int64_t> out;
+    out.reserve(rows_.size());
+    for (const auto& r : rows_) out.push_back(r.self.length);
+    return out;
+}
+
+int64_t DecodeState::max_length() const {
+    int64_t m = 0;
+    for (const auto& r : rows_) m = std::max(m, r.self.length);
+    return m;
+}
+
+bool DecodeState::uniform() const {
+    return std::all_of(rows_.begin(), rows_.end(), [&](const RowCache& r) { return r.self.length == rows_.front().self.length; });
+}
+
+void DecodeState::add_row() { rows_.emplace_back(); }
+
+void DecodeState::write_cross(int64_t first, const std::vector<int64_t>& lengths, const std::vector<at::Tensor>& keys,
+                              const std::vector<at::Tensor>& values) {
+    TORCH_CHECK(first >= 0 && first + static_cast<int64_t>(lengths.size()) <= rows(), "write_cross: rows out of range");
+    if (lengths.empty()) return;
+    const int64_t S = keys.empty() ? 0 : keys[0].size(2);
+    std::vector<int64_t> slots, sources;
+    for (size_t j = 0; j < lengths.size(); ++j) {
+        BlockList& cross = rows_[static_cast<size_t>(first) + j].cross;
+        for (int32_t b : cross.blocks) pool_->release(b);
+        cross = BlockList{};
+        while (static_cast<int64_t>(cross.blocks.size()) < blocks_for(lengths[j])) cross.blocks.push_back(pool_->allocate());
+        cross.length = lengths[j];
+        for (int64_t s = 0; s < lengths[j]; ++s) {
+            slots.push_back(cross.blocks[static_cast<size_t>(s / kBs)] * kBs + s % kBs);
+            sources.push_back(static_cast<int64_t>(j) * S + s);
+        }
+    }
+    PagedStep step;
+    step.pool = pool_.get();
+    const auto device = pool_->keys(0).device();
+    step.write_slots = long_tensor(slots, device);
+    step.write_rows = long_tensor(sources, device);
+    for (size_t l = 0; l < keys.size(); ++l) step.write(static_cast<int64_t>(l), keys[l], values[l]);
+}
+
+void DecodeState::filter(const std::vector<int64_t>& rows) {
+    std::vector<RowCache> kept;
+    kept.reserve(rows.size());
+    for (int64_t r : rows) {
+        TORCH_CHECK(r >= 0 && r < this->rows(), "DecodeState::filter: row ", r, " out of range");
+        kept.push_back(rows_[static_cast<size_t>(r)]);
+        retain_row(kept.back());
+    }
+    for (auto& r : rows_) release_row(r);
+    rows_ = std::move(kept);
+}
+
+void DecodeState::concatenate(DecodeState&& other) {
+    if (!pool_) pool_ = other.pool_;
+    if (other.pool_ == pool_) {
+        for (auto& r : other.rows_) rows_.push_back(std::move(r));
+        other.rows_.clear();
+        return;
+    }
+    concatenate(static_cast<const DecodeState&>(other));
+}
+
+void DecodeState::concatenate(const DecodeState& other) {
+    if (!pool_) pool_ = other.pool_;
+    if (other.pool_ == pool_) {
+        for (const auto& r : other.rows_) {
+            rows_.push_back(r);
+            retain_row(r);
+        }
+        return;
+    }
+    // Different pools: copy the other's blocks into ours (tests and tools only).
+    const auto& shape = pool_->shape();
+    TORCH_CHECK(other.pool_->shape().layers == shape.layers && other.pool_->shape().heads == shape.heads &&
+                    other.pool_->shape().head_dim == shape.head_dim,
+                "DecodeState::concatenate: caches of different models");
+    std::unordered_map<int32_t, int32_t> copied;
+    auto copy_list = [&](const BlockList& from) {
+        BlockList to;
+        to.length = from.length;
+        for (int32_t b : from.blocks) {
+            auto it = copied.find(b);
+            if (it != copied.end()) {
+                pool_->retain(it->second);
+                to.blocks.push_back(it->second);
+                continue;
+            }
+            const int32_t mine = pool_->allocate();
+            for (int64_t l = 0; l < shape.layers; ++l) {
+                at::Tensor keys = pool_->keys(l), values = pool_->values(l);
+                keys.narrow(0, mine * kBs, kBs).copy_(other.pool_->keys(l).narrow(0, b * kBs, kBs));
+                values.narrow(0, mine * kBs, kBs).copy_(other.pool_->values(l).narrow(0, b * kBs, kBs));
+            }
+            pool_->add_bytes_moved(pool_->bytes_per_block());
+            copied.emplace(b, mine);
+            to.blocks.push_back(mine);
+        }
+        return to;
+    };
+    for (const auto& r : other.rows_) rows_.push_back(RowCache{copy_list(r.self), copy_list(r.cross)});
+}
+
+DecodeState DecodeState::take(int64_t begin, int64_t count) {
+    TORCH_CHECK(begin >= 0 && count >= 0 && begin + count <= rows(), "DecodeState::take: rows out of range");
+    DecodeState out(pool_);
+    for (int64_t i = begin; i < begin + count; ++i) {
+        out.rows_.push_back(std::move(rows_[static_cast<size_t>(i)]));
+        rows_[static_cast<size_t>(i)] = RowCache{};
+    }
+    return out;
+}
+
+void DecodeState::put(int64_t begin, DecodeState&& part) {
+    TORCH_CHECK(part.pool_ == pool_ && begin >= 0 && begin + part.rows() <= rows(), "DecodeState::put: rows out of range");
+    for (int64_t i = 0; i < part.rows(); ++i) {
+        release_row(rows_[static_cast<size_t>(begin + i)]);
+        rows_[static_cast<size_t>(begin + i)] = std::move(part.rows_[static_cast<size_t>(i)]);
+    }
+    part.rows_.clear();
+}
+
+void DecodeState::erase(int64_t begin, int64_t count) {
+    TORCH_CHECK(begin >= 0 && count >= 0 && begin + count <= rows(), "DecodeState::erase: rows out of range");
+    for (int64_t i = begin; i < begin + count; ++i) release_row(rows_[static_cast<size_t>(i)]);
+    rows_.erase(rows_.begin() + begin, rows_.begin() + begin + count);
+}
+
+void DecodeState::reorder(int64_t begin, const std::vector<int64_t>& source) {
+    const int64_t n = static_cast<int64_t>(source.size());
+    TORCH_CHECK(begin >= 0 && begin + n <= rows(), "DecodeState::reorder: rows out of range");
+    std::vector<RowCache> next;
+    next.reserve(source.size());
+    for (int64_t s : source) {
+        TORCH_CHECK(s >= 0 && s < n, "DecodeState::reorder: source ", s, " outside the request's rows");
+        next.push_back(rows_[static_cast<size_t>(begin + s)]);
+        retain_row(next.back());
+    }
+    for (int64_t j = 0; j < n; ++j) {
+        release_row(rows_[static_cast<size_t>(begin + j)]);
+        rows_[static_cast<size_t>(begin + j)] = std::move(next[static_cast<size_t>(j)]);
+    }
+}
+
+void DecodeState::make_room(BlockList& list, int64_t positions) {
+    // Blocks that will be written must be this row's own: a block shared with another row (a beam
+    // fork) is copied first when it holds valid positions, else simply replaced.
+    const int64_t first = list.length / kBs;
+    for (int64_t j = first; j < static_cast<int64_t>(list.blocks.size()) && j * kBs < positions; ++j) {
+        int32_t& b = list.blocks[static_cast<size_t>(j)];
+        if (pool_->refcount(b) <= 1) continue;
+        const int32_t own = pool_->allocate();
+        if (j * kBs < list.length) pool_->copy_block(b, own);
+        pool_->release(b);
+        b = own;
+    }
+    while (static_cast<int64_t>(list.blocks.size()) < blocks_for(positions)) list.blocks.push_back(pool_->allocate());
+}
+
+PagedStep DecodeState::begin_forward(const std::vector<int64_t>& added, int64_t T) {
+    TORCH_CHECK(static_cast<int64_t>(added.size()) == rows(), "begin_forward: one count per row");
+    TORCH_CHECK(pool_, "begin_forward: a state without a pool");
+    PagedStep step;
+    step.pool = pool_.get();
+    step.rows = rows();
+    step.new_tokens = T;
+    std::vector<int64_t> slots, sources;
+    for (size_t b = 0; b < rows_.size(); ++b) {
+        BlockList& self = rows_[b].self;
+        TORCH_CHECK(added[b] >= 0 && added[b] <= T, "begin_forward: ", added[b], " new tokens in a pass of ", T);
+        make_room(self, self.length + added[b]);
+        step.past.push_back(self.length);
+        step.visible.push_back(self.length + added[b]);
+        for (int64_t t = 0; t < added[b]; ++t) {
+            const int64_t pos = self.length + t;
+            slots.push_back(self.blocks[static_cast<size_t>(pos / kBs)] * kBs + pos % kBs);
+            sources.push_back(static_cast<int64_t>(b) * T + t);
+        }
+        step.self_width = std::max(step.self_width, blocks_for(self.length + added[b]));
+        step.cross_width = std::max(step.cross_width, static_cast<int64_t>(rows_[b].cross.blocks.size()));
+        step.cross_lengths.push_back(rows_[b].cross.length);
+        step.key_length = std::max(step.key_length, self.length + T);
+        step.cross_length = std::max(step.cross_length, rows_[b].cross.length);
+    }
+    step.self_table.assign(static_cast<size_t>(step.rows * step.self_width), 0);
+    step.cross_table.assign(static_cast<size_t>(step.rows * step.cross_width), 0);
+    for (size_t b = 0; b < rows_.size(); ++b) {
+        const auto& self = rows_[b].self.blocks;
+        const size_t n = std::min<size_t>(self.size(), static_cast<size_t>(step.self_width));
+        std::copy(self.begin(), self.begin() + static_cast<std::ptrdiff_t>(n),
+                  step.self_table.begin() + static_cast<std::ptrdiff_t>(b * static_cast<size_t>(step.self_width)));
+        const auto& cross = rows_[b].cross.blocks;
+        std::copy(cross.begin(), cross.end(),
+                  step.cross_table.begin() + static_cast<std::ptrdiff_t>(b * static_cast<size_t>(step.cross_width)));
+    }
+    const auto device = pool_->keys(0).device();
+    step.write_slots = long_tensor(slots, device);
+    step.write_rows = long_tensor(sources, device);
+    return step;
+}
+
+void DecodeState::advance(const std::vector<int64_t>& added) {
+    TORCH_CHECK(added.size() == rows_.size(), "DecodeState::advance: one count per row");
+    for (size_t b = 0; b < added.size(); ++b) rows_[b].self.length += added[b];
+}
+
+int64_t DecodeState::blocks_in_use() const {
+    std::vector<int32_t> all;
+    for (const auto& r : rows_) {
+        all.insert(all.end(), r.self.blocks.begin(), r.self.blocks.end());
+        all.insert(all.end(), r.cross.blocks.begin(), r.cross.blocks.end());
+    }
+    std::sort(all.begin(), all.end());
+    return static_cast<int64_t>(std::unique(all.begin(), all.end()) - all.begin());
+}
+
+int64_t DecodeState::bytes_allocated() const { return pool_ ? blocks_in_use() * pool_->bytes_per_block() : 0; }
+
+int64_t DecodeState::bytes_in_use() const {
+    if (!pool_) return 0;
+    std::unordered_map<int32_t, int64_t> valid;  // shared blocks count once
+    auto count = [&](const BlockList& list) {
+        for (size_t j = 0; j < list.blocks.size(); ++j) {
+            const int64_t n = std::clamp<int64_t>(list.length - static_cast<int64_t>(j) * kBs, 0, kBs);
+            int64_t& v = valid[list.blocks[j]];
+            v = std::max(v, n);
+        }
+    };
+    for (const auto& r : rows_) {
+        count(r.self);
+        count(r.cross);
+    }
+    int64_t positions = 0;
+    for (const auto& [block, n] : valid) positions += n;
+    return positions * (pool_->bytes_per_block() / kBs);
+}
+
+}  // namespace lorascope::models

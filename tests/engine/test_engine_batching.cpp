@@ -1,0 +1,240 @@
+// The batching core's contract beyond numerics: the KV cache moves no bytes on joins and leaves,
+// queues what does not fit, the per-step prefill budget keeps every request's tokens unchanged,
+// cancel_all leaves later submissions alone, client ids are echoed, and replacing the stats
+// listener waits for a call in flight.
+#include <QtTest>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <unistd.h>
+
+#include "collecting_sink.h"
+#include "engine_test_support.h"
+#include "lorascope/engine.h"
+#include "lorascope/error.h"
+
+using namespace lorascope;
+using test::CollectingSink;
+
+namespace {
+
+struct StatsLog {
+    std::mutex mutex;
+    std::vector<StepStats> steps;
+    void attach(Engine& engine) {
+        engine.set_stats_listener([this](const StepStats& s) {
+            std::lock_guard<std::mutex> lock(mutex);
+            steps.push_back(s);
+        });
+    }
+};
+
+// Submits every prompt of `v` (engine paused, so that they share steps) and checks each against
+// HF's greedy tokens.
+void run_all_and_compare(Engine& engine, const test::Variant& v, size_t copies = 1) {
+    const auto& prompts = v.records["prompts"];
+    const auto& greedy = v.records["greedy"];
+    const int64_t max_new = v.records["max_new_tokens"].get<int64_t>();
+    auto sink = std::make_shared<CollectingSink>();
+    engine.set_paused(true);
+    std::vector<std::pair<RequestId, size_t>> ids;
+    for (size_t c = 0; c < copies; ++c)
+        for (size_t i = 0; i < prompts.size(); ++i)
+            ids.push_back({engine.submit(test::greedy_request(prompts[i], max_new), sink), i});
+    engine.set_paused(false);
+    QVERIFY(sink->wait_finished(ids.size()));
+    engine.wait_idle();
+    for (const auto& [id, i] : ids) {
+        const auto rec = sink->get(id);
+        QCOMPARE(rec.finishes.size(), size_t(1));
+        QCOMPARE(rec.finishes[0].reason == FinishReason::Error ? rec.finishes[0].error : std::string(), std::string());
+        QCOMPARE(rec.finishes[0].token_ids, greedy[i].get<std::vector<int64_t>>());
+    }
+}
+
+}  // namespace
+
+class TestEngineBatching : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void variants_data() {
+        QTest::addColumn<QString>("variant");
+        for (const char* v : {"t5_v1_1", "bart_plain", "bloom_4h"}) QTest::newRow(v) << QString(v);
+    }
+
+    // Greedy requests joining and leaving at every step: the cache copies nothing for either.
+    void joins_and_leaves_move_no_bytes_data() { variants_data(); }
+    void joins_and_leaves_move_no_bytes() {
+        QFETCH(QString, variant);
+        const auto v = test::load_variant(variant.toStdString());
+        auto engine = test::make_engine(v.dir, 3);  // a row limit: some wait, join later
+        StatsLog log;
+        log.attach(*engine);
+        run_all_and_compare(*engine, v);
+        engine->set_stats_listener(nullptr);
+        int64_t joined = 0, prefilled = 0;
+        for (const auto& s : log.steps) {
+            QCOMPARE(s.cache_bytes_moved, int64_t(0));
+            QVERIFY(s.kv_blocks_used <= s.kv_blocks_total);
+            QCOMPARE(static_cast<int64_t>(s.row_kv_blocks.size()), s.rows);
+            for (bool p : s.row_prefill) joined += p;
+            prefilled += s.cache_bytes_prefilled;
+        }
+        QVERIFY(joined >= static_cast<int64_t>(v.records["prompts"].size()));
+        QVERIFY(prefilled > 0);
+        QCOMPARE(log.steps.back().kv_blocks_used, int64_t(0));
+    }
+
+    // A prefill budget far below the prompts' lengths, with a row already decoding (the budget
+    // protects decoding rows; an idle engine prefills at once): prompts are prefilled over several
+    // steps (chunks for BLOOM, a few encoder layers per step for seq2seq) while the first request
+    // decodes; every request's tokens stay HF's.
+    void prefill_budget_keeps_tokens_data() { variants_data(); }
+    void prefill_budget_keeps_tokens() {
+        QFETCH(QString, variant);
+        const auto v = test::load_variant(variant.toStdString());
+        const auto& prompts = v.records["prompts"];
+        const auto& greedy = v.records["greedy"];
+        const int64_t max_new = v.records["max_new_tokens"].get<int64_t>();
+        auto options = test::engine_options(v.dir);
+        options.prefill_budget_tokens = 3;
+        auto engine = Engine::create(options);
+        StatsLog log;
+        log.attach(*engine);
+        auto sink = std::make_shared<CollectingSink>();
+        // Held between steps: the lead request is decoding when the others arrive.
+        engine->set_paused(true);
+        const RequestId lead = engine->submit(test::greedy_request(prompts[0], max_new), sink);
+        engine->step_once();
+        QTRY_VERIFY_WITH_TIMEOUT(!sink->get(lead).tokens.empty(), 60000);
+        std::vector<RequestId> ids;
+        for (size_t i = 0; i < prompts.size(); ++i) ids.push_back(engine->submit(test::greedy_request(prompts[i], max_new), sink));
+        engine->set_paused(false);
+        QVERIFY(sink->wait_finished(ids.size() + 1));
+        engine->wait_idle();
+        engine->set_stats_listener(nullptr);
+        QCOMPARE(sink->get(lead).finishes.at(0).token_ids, greedy[0].get<std::vector<int64_t>>());
+        for (size_t i = 0; i < ids.size(); ++i) QCOMPARE(sink->get(ids[i]).finishes.at(0).token_ids, greedy[i].get<std::vector<int64_t>>());
+        int64_t deferred = 0, prefill_steps = 0;
+        for (const auto& s : log.steps) {
+            deferred = std::max(deferred, s.prefill_tokens_deferred);
+            prefill_steps += s.prefill_tokens > 0;
+        }
+        QVERIFY2(deferred > 0, "no prefill work was ever deferred");
+        QVERIFY(prefill_steps > 2);
+    }
+
+    // A KV cache that holds about one request: the others wait in the queue (nothing runs out
+    // of memory) and every request still gets HF's tokens; one that could never fit fails clearly.
+    void small_kv_cache_queues_instead_of_failing() {
+        const auto v = test::load_variant("t5_v1_1");
+        auto options = test::engine_options(v.dir);
+        options.kv_cache_mb = 1;
+        options.max_batch_tokens = int64_t(1) << 40;  // the cache is the limit here
+        auto engine = Engine::create(options);
+        StatsLog log;
+        log.attach(*engine);
+        run_all_and_compare(*engine, v, 3);
+        engine->set_stats_listener(nullptr);
+        int64_t most_rows = 0, queued = 0;
+        for (const auto& s : log.steps) {
+            most_rows = std::max(most_rows, s.rows);
+            queued = std::max(queued, s.queue_depth);
+            QVERIFY(s.kv_blocks_used <= s.kv_blocks_total);
+        }
+        QVERIFY2(most_rows < 3 * static_cast<int64_t>(v.records["prompts"].size()), "the cache limit never bit");
+        QVERIFY(queued > 0);
+
+        auto sink = std::make_shared<CollectingSink>();
+        Request huge = test::greedy_request(v.records["prompts"][0], 1000000);
+        const RequestId id = engine->submit(huge, sink);
+        QVERIFY(sink->wait_until(id));
+        const auto f = sink->get(id).finishes.at(0);
+        QCOMPARE(f.reason, FinishReason::Error);
+        QVERIFY2(f.error.find("KV cache") != std::string::npos, f.error.c_str());
+    }
+
+    // cancel_all() cancels what was submitted before it returned, never what comes after, even
+    // when the engine thread takes both in one wake-up.
+    void cancel_all_spares_later_submissions() {
+        const auto v = test::load_variant("t5_v1_1");
+        auto engine = test::make_engine(v.dir);
+        const auto& prompts = v.records["prompts"];
+        auto sink = std::make_shared<CollectingSink>();
+        engine->set_paused(true);
+        const RequestId a = engine->submit(test::greedy_request(prompts[0], 4), sink);
+        const RequestId b = engine->submit(test::greedy_request(prompts[1], 4), sink);
+        engine->cancel_all();
+        const RequestId c = engine->submit(test::greedy_request(prompts[2], 4), sink);
+        engine->set_paused(false);
+        QVERIFY(sink->wait_finished(3));
+        QCOMPARE(sink->get(a).finishes.at(0).reason, FinishReason::Cancelled);
+        QCOMPARE(sink->get(b).finishes.at(0).reason, FinishReason::Cancelled);
+        QVERIFY(sink->get(c).finishes.at(0).reason != FinishReason::Cancelled);
+        QCOMPARE(sink->get(c).finishes.at(0).token_ids.size(), size_t(4));
+    }
+
+    void client_id_is_echoed_on_every_event() {
+        const auto v = test::load_variant("bloom_4h");
+        auto engine = test::make_engine(v.dir);
+        auto sink = std::make_shared<CollectingSink>();
+        Request r = test::greedy_request(v.records["prompts"][0], 3);
+        r.client_id = "row-17";
+        const RequestId id = engine->submit(r, sink);
+        Request bad;
+        bad.client_id = "bad-one";  // no prompt: fails at once, still echoed
+        const RequestId failed = engine->submit(bad, sink);
+        QVERIFY(sink->wait_finished(2));
+        const auto rec = sink->get(id);
+        QVERIFY(!rec.tokens.empty());
+        for (const auto& t : rec.tokens) QCOMPARE(t.client_id, std::string("row-17"));
+        QCOMPARE(rec.finishes.at(0).client_id, std::string("row-17"));
+        QCOMPARE(sink->get(failed).finishes.at(0).client_id, std::string("bad-one"));
+    }
+
+    // set_stats_listener(nullptr) returns only after a listener call in flight has returned, so
+    // that the caller may destroy what the listener uses.
+    void replacing_the_listener_waits_for_a_call_in_flight() {
+        const auto v = test::load_variant("t5_v1_1");
+        auto engine = test::make_engine(v.dir);
+        std::atomic<bool> entered{false}, done{false};
+        engine->set_stats_listener([&](const StepStats&) {
+            if (entered.exchange(true)) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            done = true;
+        });
+        auto sink = std::make_shared<CollectingSink>();
+        engine->submit(test::greedy_request(v.records["prompts"][0], 4), sink);
+        while (!entered) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        engine->set_stats_listener(nullptr);
+        QVERIFY(done.load());
+        QVERIFY(sink->wait_finished(1));
+    }
+
+    // A forced BOS id outside the vocabulary is refused when the model loads, naming the file.
+    void forced_bos_outside_the_vocabulary_fails_at_load() {
+        namespace fs = std::filesystem;
+        const auto v = test::load_variant("bart_plain");
+        const fs::path dir = fs::temp_directory_path() / ("lorascope-forced-bos-" + std::to_string(::getpid()));
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        for (const auto& entry : fs::directory_iterator(v.dir))
+            if (entry.path().filename() != "generation_config.json") fs::copy(entry.path(), dir / entry.path().filename());
+        std::ofstream(dir / "generation_config.json") << R"({"forced_bos_token_id": 999999, "eos_token_id": 2})";
+        try {
+            test::make_engine(dir.string());
+            QFAIL("the model loaded");
+        } catch (const Error& e) {
+            const std::string what = e.what();
+            QVERIFY2(what.find("generation_config.json") != std::string::npos && what.find("forced_bos_token_id 999999") != std::string::npos,
+                     what.c_str());
+        }
+        fs::remove_all(dir);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestEngineBatching)
+#include "test_engine_batching.moc"

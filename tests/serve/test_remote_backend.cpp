@@ -1,0 +1,394 @@
+// The window's remote backend (ui/remote_backend.*) against `lorascope-cli serve --demo`: both
+// dialects give the texts and logprobs of `lorascope-cli generate`; errors quote the server's
+// error_type; Cancel closes the stream and the server cancels the request; connection errors are
+// retried with backoff, HTTP errors (429) are not; the API token never shows in a message or log.
+#include <QtTest>
+
+#include <QEventLoop>
+#include <QNetworkAccessManager>
+#include <QNetworkReply>
+#include <QTcpServer>
+#include <QTcpSocket>
+#include <QThread>
+#include <QTemporaryDir>
+
+#include <nlohmann/json.hpp>
+
+#include <condition_variable>
+#include <cmath>
+#include <map>
+#include <mutex>
+
+#include "cli_process.h"
+#include "lorascope/error.h"
+#include "remote_backend.h"
+#include "serve_process.h"
+
+using nlohmann::json;
+using namespace lorascope;
+using lorascope::test::q;
+using lorascope::test::Server;
+using lorascope::ui::RemoteDialect;
+using lorascope::ui::RemoteEndpoint;
+
+namespace {
+
+const std::string kToken = "tok-remote-5d1e";
+std::string g_log;   // every Qt message of the test run, to look for the token in
+void capture(QtMsgType, const QMessageLogContext&, const QString& m) { g_log += m.toStdString() + "\n"; }
+
+// Collects one request's events; waits for its finish.
+class WaitSink : public RequestSink {
+public:
+    void on_token(const TokenEvent& e) override {
+        std::lock_guard<std::mutex> l(m_);
+        tokens.push_back(e);
+        cv_.notify_all();
+    }
+    void on_finish(const FinishEvent& e) override {
+        std::lock_guard<std::mutex> l(m_);
+        finish = e;
+        done = true;
+        cv_.notify_all();
+    }
+    bool wait(int ms) {
+        std::unique_lock<std::mutex> l(m_);
+        return cv_.wait_for(l, std::chrono::milliseconds(ms), [&] { return done; });
+    }
+    bool wait_first_token(int ms) {
+        std::unique_lock<std::mutex> l(m_);
+        return cv_.wait_for(l, std::chrono::milliseconds(ms), [&] { return !tokens.empty() || done; });
+    }
+    std::vector<TokenEvent> tokens;
+    FinishEvent finish;
+    bool done = false;
+
+private:
+    std::mutex m_;
+    std::condition_variable cv_;
+};
+
+Request make_request(const std::string& prompt, const std::string& adapter, int64_t max_new_tokens) {
+    Request r;
+    r.prompt = prompt;
+    r.adapter = adapter;
+    r.params.max_new_tokens = max_new_tokens;
+    r.params.do_sample = false;
+    return r;
+}
+
+std::map<std::string, json> run_generate(const std::vector<json>& requests) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("requests.jsonl");
+    QFile f(path);
+    f.open(QIODevice::WriteOnly);
+    for (const auto& r : requests) f.write((r.dump() + "\n").c_str());
+    f.close();
+    const auto r = test::run_cli_command({"generate", "--demo", "--input", path});
+    std::map<std::string, json> out;
+    size_t start = 0;
+    while (r.exit_code == 0 && start < r.out.size()) {
+        const size_t end = r.out.find('\n', start);
+        const json line = json::parse(r.out.substr(start, end - start));
+        out[line.at("id").get<std::string>()] = line;
+        start = end + 1;
+    }
+    return out;
+}
+
+// The generate request a greedy remote request amounts to (LoRAX's request decides the decoding).
+json greedy_generate(const std::string& id, const std::string& prompt, const std::string& adapter, int64_t n) {
+    json r = {{"id", id}, {"prompt", prompt},
+              {"params", {{"max_new_tokens", n}, {"do_sample", false}, {"top_k", 0}, {"top_p", 1.0},
+                          {"typical_p", 1.0}, {"temperature", 1.0}, {"repetition_penalty", 1.0}, {"logprobs", true}}}};
+    if (!adapter.empty()) r["adapter"] = adapter;
+    return r;
+}
+
+double metric(const std::string& url, const std::string& name) {
+    QNetworkAccessManager nam;
+    QNetworkRequest req(QUrl(q(url + "/metrics")));
+    req.setRawHeader("Authorization", QByteArray("Bearer ") + kToken.c_str());
+    QNetworkReply* reply = nam.get(req);
+    QEventLoop loop;
+    QObject::connect(reply, &QNetworkReply::finished, &loop, &QEventLoop::quit);
+    loop.exec();
+    const QList<QByteArray> lines = reply->readAll().split('\n');
+    reply->deleteLater();
+    for (const auto& line : lines)
+        if (line.startsWith(QByteArray(name.c_str()) + ' ')) return line.mid(int(name.size()) + 1).toDouble();
+    return -1;
+}
+
+RemoteEndpoint endpoint(const std::string& url, RemoteDialect dialect, const std::string& token = kToken) {
+    RemoteEndpoint e;
+    e.url = QUrl(q(url));
+    e.dialect = dialect;
+    e.api_token = q(token);
+    return e;
+}
+
+int free_port() {
+    QTcpServer probe;
+    probe.listen(QHostAddress::LocalHost, 0);
+    return probe.serverPort();
+}
+
+// A misbehaving LoRAX server on its own thread (the engine's creation blocks the caller): /info
+// answers properly, /generate_stream as `mode` says.
+class FakeServer : public QTcpServer {
+public:
+    enum Mode { MalformedEvent, DropMidStream, SilentAfterFirstToken, Unavailable };
+    explicit FakeServer(Mode mode) : mode_(mode) {}
+    Mode mode_;
+    std::vector<QTcpSocket*> held_;
+
+protected:
+    void incomingConnection(qintptr fd) override {
+        auto* sock = new QTcpSocket(this);
+        sock->setSocketDescriptor(fd);
+        auto* buffer = new QByteArray;
+        connect(sock, &QTcpSocket::readyRead, this, [this, sock, buffer] {
+            *buffer += sock->readAll();
+            const int end = buffer->indexOf("\r\n\r\n");
+            if (end < 0) return;
+            const int length = QByteArray(buffer->mid(buffer->toLower().indexOf("content-length:") + 15)).split('\r').at(0).trimmed().toInt();
+            if (buffer->startsWith("POST") && buffer->size() < end + 4 + length) return;
+            const bool info = buffer->startsWith("GET /info");
+            buffer->clear();
+            if (info) {
+                const QByteArray body = R"({"model_id":"fake","adapters":[]})";
+                sock->write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + QByteArray::number(body.size()) +
+                            "\r\n\r\n" + body);
+                return;
+            }
+            const QByteArray token = R"(data:{"token":{"id":5,"text":"a","logprob":-0.1,"special":false},"generated_text":null,"details":null})"
+                                     "\n\n";
+            if (mode_ == Unavailable) {
+                const QByteArray body = R"({"error":"the server is shutting down","error_type":"unavailable"})";
+                sock->write("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: " +
+                            QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+                return;
+            }
+            sock->write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" + token);
+            if (mode_ == MalformedEvent) sock->write("data:{\"token\": {not json\n\n");
+            if (mode_ == DropMidStream) {
+                sock->flush();
+                sock->disconnectFromHost();
+            }
+            if (mode_ == SilentAfterFirstToken) held_.push_back(sock);
+        });
+    }
+};
+
+// Runs a FakeServer on a thread of its own for the scope.
+struct FakeServerThread {
+    QThread thread;
+    FakeServer* server;
+    quint16 port = 0;
+    explicit FakeServerThread(FakeServer::Mode mode) : server(new FakeServer(mode)) {
+        server->moveToThread(&thread);
+        thread.start();
+        QMetaObject::invokeMethod(server, [this] {
+            server->listen(QHostAddress::LocalHost, 0);
+            port = server->serverPort();
+        }, Qt::BlockingQueuedConnection);
+    }
+    ~FakeServerThread() {
+        QMetaObject::invokeMethod(server, [this] { delete server; }, Qt::BlockingQueuedConnection);
+        thread.quit();
+        thread.wait();
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+};
+
+// The one request's finish against a fake server in `mode`.
+FinishEvent fake_finish(FakeServer::Mode mode, int timeout_ms = 30000) {
+    FakeServerThread fake(mode);
+    RemoteEndpoint e = endpoint(fake.url(), RemoteDialect::Lorax);
+    e.timeout_ms = timeout_ms;
+    auto engine = ui::createRemoteEngine(e);
+    auto sink = std::make_shared<WaitSink>();
+    engine->submit(make_request("x", "", 8), sink);
+    if (!sink->wait(60000)) {
+        FinishEvent none;
+        none.error = "no finish within 60 s";
+        return none;
+    }
+    return sink->finish;
+}
+
+}  // namespace
+
+class TestRemoteBackend : public QObject {
+    Q_OBJECT
+    Server server_;
+
+    void dialect_matches_generate(RemoteDialect dialect) {
+        auto engine = ui::createRemoteEngine(endpoint(server_.url, dialect));
+        QCOMPARE(engine->model_config().name_or_path, std::string("demo-t5"));
+        QCOMPARE(engine->adapters().size(), size_t(3));
+        const std::vector<std::pair<std::string, std::string>> cases = {
+            {"", "queen wolf kite goat sun"}, {"upper", "queen wolf kite goat sun"}, {"reverse", "rain owl jam queen hat"}};
+        std::vector<json> requests;
+        std::vector<std::shared_ptr<WaitSink>> sinks;
+        for (size_t i = 0; i < cases.size(); ++i) {
+            requests.push_back(greedy_generate(std::to_string(i), cases[i].second, cases[i].first, 20));
+            sinks.push_back(std::make_shared<WaitSink>());
+            engine->submit(make_request(cases[i].second, cases[i].first, 20), sinks.back());   // all at once
+        }
+        const auto expected = run_generate(requests);
+        QCOMPARE(expected.size(), cases.size());
+        for (size_t i = 0; i < cases.size(); ++i) {
+            QVERIFY(sinks[i]->wait(120000));
+            const FinishEvent& f = sinks[i]->finish;
+            const json& want = expected.at(std::to_string(i));
+            QVERIFY2(f.reason == FinishReason::Eos, f.error.c_str());
+            QCOMPARE(f.text, want.at("text").get<std::string>());
+            const auto lps = want.at("logprobs").get<std::vector<double>>();
+            QCOMPARE(f.logprobs.size(), lps.size());
+            for (size_t k = 0; k < lps.size(); ++k) QVERIFY(std::fabs(f.logprobs[k] - lps[k]) < 1e-4);
+            if (dialect == RemoteDialect::Lorax) QCOMPARE(f.token_ids, want.at("token_ids").get<std::vector<int64_t>>());
+            QCOMPARE(f.usage.prompt_tokens, want.at("prompt_tokens").get<int64_t>());
+            std::string streamed;
+            for (const auto& t : sinks[i]->tokens) streamed += t.text_delta;
+            QCOMPARE(streamed, f.text);   // the tokens stream the text the finish reports
+        }
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        qInstallMessageHandler(capture);
+        QVERIFY(server_.start({"--api-token", q(kToken), "--max-connections", "8"}));
+    }
+
+    void lorax_dialect_matches_generate() { dialect_matches_generate(RemoteDialect::Lorax); }
+    void openai_dialect_matches_generate() { dialect_matches_generate(RemoteDialect::OpenAi); }
+
+    void errors_quote_the_error_type() {
+        try {
+            ui::createRemoteEngine(endpoint(server_.url, RemoteDialect::Lorax, "not-the-token"));
+            QFAIL("a wrong token was accepted");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("401 (authentication)") != std::string::npos, e.what());
+            QVERIFY(std::string(e.what()).find("not-the-token") == std::string::npos);
+        }
+        auto engine = ui::createRemoteEngine(endpoint(server_.url, RemoteDialect::Lorax));
+        auto unknown = std::make_shared<WaitSink>();
+        engine->submit(make_request("rain owl", "no-such-adapter", 8), unknown);
+        QVERIFY(unknown->wait(30000));
+        QCOMPARE(unknown->finish.reason, FinishReason::Error);
+        QVERIFY2(unknown->finish.error.find("422 (validation)") != std::string::npos, unknown->finish.error.c_str());
+        QVERIFY2(unknown->finish.error.find("no-such-adapter") != std::string::npos, unknown->finish.error.c_str());
+        auto beams = std::make_shared<WaitSink>();
+        Request r = make_request("rain owl", "", 8);
+        r.params.num_beams = 3;
+        engine->submit(r, beams);
+        QVERIFY(beams->wait(30000));
+        QVERIFY2(beams->finish.error.find("beam search") != std::string::npos, beams->finish.error.c_str());
+    }
+
+    void cancel_closes_the_stream_and_the_server_cancels() {
+        auto engine = ui::createRemoteEngine(endpoint(server_.url, RemoteDialect::Lorax));
+        const double before = metric(server_.url, "lorascope_client_disconnect_cancels");
+        auto sink = std::make_shared<WaitSink>();
+        Request r = make_request("queen wolf kite goat sun", "", 10000);
+        r.params.ignore_eos = true;
+        const RequestId id = engine->submit(r, sink);
+        QVERIFY(sink->wait_first_token(60000));
+        engine->cancel(id);
+        QVERIFY(sink->wait(10000));
+        QCOMPARE(sink->finish.reason, FinishReason::Cancelled);
+        QVERIFY(sink->finish.token_ids.size() < 10000);
+        QElapsedTimer t;
+        t.start();
+        while (metric(server_.url, "lorascope_requests_in_engine") != 0 && t.elapsed() < 10000) QTest::qWait(50);
+        QCOMPARE(metric(server_.url, "lorascope_requests_in_engine"), 0.0);
+        QCOMPARE(metric(server_.url, "lorascope_client_disconnect_cancels"), before + 1);
+    }
+
+    void connection_errors_are_retried_with_backoff() {
+        const int port = free_port();
+        const std::string url = "http://127.0.0.1:" + std::to_string(port);
+        RemoteEndpoint nowhere = endpoint(url, RemoteDialect::Lorax);
+        nowhere.connect_attempts = 3;
+        QElapsedTimer t;
+        t.start();
+        try {
+            ui::createRemoteEngine(nowhere);
+            QFAIL("nothing listens there");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("after 3 attempt(s)") != std::string::npos, e.what());
+            QVERIFY2(std::string(e.what()).find(url) != std::string::npos, e.what());
+        }
+        QVERIFY2(t.elapsed() >= 700, "no backoff between the attempts (250 + 500 ms)");
+
+        // A server that goes away and comes back on its port: the request waits out the gap.
+        Server late;
+        QVERIFY(late.start({"--api-token", q(kToken), "--port", QString::number(port)}));
+        RemoteEndpoint e = endpoint(late.url, RemoteDialect::Lorax);
+        e.connect_attempts = 9;   // 250 ms doubling: about a minute in all, room for a restart
+        auto engine = ui::createRemoteEngine(e);
+        QCOMPARE(late.stop(), 0);
+        auto sink = std::make_shared<WaitSink>();
+        engine->submit(make_request("rain owl jam", "upper", 8), sink);
+        QTest::qWait(300);   // at least one refused attempt
+        Server again;
+        QVERIFY(again.start({"--api-token", q(kToken), "--port", QString::number(port)}));
+        QVERIFY(sink->wait(120000));
+        QVERIFY2(sink->finish.reason == FinishReason::Eos, sink->finish.error.c_str());
+        QCOMPARE(sink->finish.text, std::string("RAIN OWL JAM"));
+    }
+
+    void http_errors_are_not_retried() {
+        Server one;
+        QVERIFY(one.start({"--api-token", q(kToken), "--max-connections", "1"}));
+        auto engine = ui::createRemoteEngine(endpoint(one.url, RemoteDialect::Lorax));
+        auto hold = std::make_shared<WaitSink>();
+        Request r = make_request("queen wolf kite goat sun", "", 10000);
+        r.params.ignore_eos = true;
+        const RequestId held = engine->submit(r, hold);
+        QVERIFY(hold->wait_first_token(60000));
+        auto refused = std::make_shared<WaitSink>();
+        engine->submit(make_request("rain owl", "", 8), refused);
+        QVERIFY(refused->wait(30000));
+        QCOMPARE(refused->finish.reason, FinishReason::Error);
+        QVERIFY2(refused->finish.error.find("429 (overloaded)") != std::string::npos, refused->finish.error.c_str());
+        engine->cancel(held);
+        QVERIFY(hold->wait(10000));
+        QTest::qWait(200);
+        // One refusal on the server: the 429 was not retried.
+        QCOMPARE(metric(one.url, "lorascope_connections_refused"), 1.0);
+    }
+
+    void misbehaving_servers_give_named_errors() {
+        const FinishEvent malformed = fake_finish(FakeServer::MalformedEvent);
+        QCOMPARE(malformed.reason, FinishReason::Error);
+        QVERIFY2(malformed.error.find("malformed server-sent event") != std::string::npos, malformed.error.c_str());
+        QCOMPARE(malformed.token_ids, std::vector<int64_t>{5});   // what came before stays
+
+        const FinishEvent dropped = fake_finish(FakeServer::DropMidStream);
+        QCOMPARE(dropped.reason, FinishReason::Error);
+        QVERIFY2(dropped.error.find("closed the stream before the request finished") != std::string::npos, dropped.error.c_str());
+
+        QElapsedTimer t;
+        t.start();
+        const FinishEvent slow = fake_finish(FakeServer::SilentAfterFirstToken, 1500);
+        QCOMPARE(slow.reason, FinishReason::Error);
+        QVERIFY2(slow.error.find("no data for 1500 ms (timeout)") != std::string::npos, slow.error.c_str());
+        QVERIFY(t.elapsed() >= 1400);   // Qt's transfer timer is coarse (up to 5% early)
+
+        const FinishEvent unavailable = fake_finish(FakeServer::Unavailable);
+        QCOMPARE(unavailable.reason, FinishReason::Error);
+        QVERIFY2(unavailable.error.find("503 (unavailable)") != std::string::npos, unavailable.error.c_str());
+    }
+
+    void cleanupTestCase() {
+        qInstallMessageHandler(nullptr);
+        QVERIFY2(g_log.find(kToken) == std::string::npos, "the API token appeared in a log message");
+        QCOMPARE(server_.stop(), 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRemoteBackend)
+#include "test_remote_backend.moc"

@@ -1,0 +1,278 @@
+// `lorascope-cli serve --demo` driven by LoRAX's own Python client (lorax-client) and by plain HTTP
+// (tests/serve/serve_client.py): texts, token ids and logprobs equal `lorascope-cli generate` on the
+// same requests, for /generate, /generate_stream and /v1/completions; bad input, many connections,
+// clients that go away, the API token and a graceful SIGTERM each give a clear answer and leave the
+// server serving.
+#include <QtTest>
+
+#include <QProcess>
+#include <QTemporaryDir>
+
+#include <nlohmann/json.hpp>
+
+#include <signal.h>
+
+#include <cmath>
+#include <map>
+
+#include "cli_process.h"
+#include "serve_process.h"
+#include "test_env.h"
+
+using nlohmann::json;
+
+namespace {
+
+using lorascope::test::q;
+using lorascope::test::Server;
+std::string python() { return lorascope::test::env_path("LORASCOPE_ORACLE_PYTHON"); }
+std::string client_script() { return lorascope::test::env_path("LORASCOPE_SERVE_CLIENT"); }
+
+constexpr int64_t kMaxConnections = 16;
+constexpr int64_t kMaxBody = 65536;
+
+struct PyResult {
+    int exit_code = -1;
+    std::string out, err;
+};
+
+PyResult run_client(const QStringList& args, int timeout_ms = 300000) {
+    QProcess p;
+    p.start(q(python()), QStringList{q(client_script())} + args);
+    PyResult r;
+    if (!p.waitForFinished(timeout_ms)) {
+        p.kill();
+        p.waitForFinished(5000);
+        r.err = "timed out; stderr: " + p.readAllStandardError().toStdString();
+        return r;
+    }
+    r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = p.readAllStandardOutput().toStdString();
+    r.err = p.readAllStandardError().toStdString();
+    return r;
+}
+
+std::vector<json> json_lines(const std::string& text) {
+    std::vector<json> out;
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        const std::string line = text.substr(start, end - start);
+        if (!line.empty() && line[0] == '{') out.push_back(json::parse(line));
+        start = end + 1;
+    }
+    return out;
+}
+
+// The request cases: LoRAX parameters, and the `lorascope-cli generate` params that serve maps
+// them to (LoRAX's request decides sampling: absent knobs are off, not generation_config's).
+json lorax_cases() {
+    return json::array({
+        {{"id", "base"}, {"inputs", "queen wolf kite goat sun"}, {"parameters", {{"max_new_tokens", 20}}}},
+        {{"id", "upper"}, {"inputs", "queen wolf kite goat sun"},
+         {"parameters", {{"adapter_id", "upper"}, {"max_new_tokens", 20}}}},
+        {{"id", "reverse"}, {"inputs", "rain owl jam queen hat"}, {"decoder_input_details", true},
+         {"parameters", {{"adapter_id", "reverse"}, {"max_new_tokens", 20}}}},
+        {{"id", "stop"}, {"inputs", "queen wolf kite goat sun"},
+         {"parameters", {{"adapter_id", "upper"}, {"max_new_tokens", 20}, {"stop", {"KITE"}}}}},
+        {{"id", "length"}, {"inputs", "rain owl jam queen hat"},
+         {"parameters", {{"adapter_id", "sort"}, {"max_new_tokens", 3}}}},
+        {{"id", "ignore_eos"}, {"inputs", "rain owl jam"},
+         {"parameters", {{"max_new_tokens", 12}, {"ignore_eos_token", true}}}},
+        {{"id", "sample"}, {"inputs", "queen wolf kite goat sun"},
+         {"parameters", {{"adapter_id", "reverse"}, {"max_new_tokens", 20}, {"do_sample", true}, {"temperature", 4.0},
+                         {"top_k", 12}, {"seed", 4242}}}},
+    });
+}
+
+json generate_request(const json& c) {
+    const json& p = c.at("parameters");
+    json params = {{"do_sample", p.value("do_sample", false)}, {"temperature", p.value("temperature", 1.0)},
+                   {"top_k", p.value("top_k", 0)}, {"top_p", 1.0}, {"typical_p", 1.0}, {"repetition_penalty", 1.0},
+                   {"logprobs", true}, {"ignore_eos", p.value("ignore_eos_token", false)}};
+    for (const char* k : {"max_new_tokens", "seed", "stop"})
+        if (p.contains(k)) params[k] = p[k];
+    json r = {{"id", c.at("id")}, {"prompt", c.at("inputs")}, {"params", params}};
+    if (p.contains("adapter_id")) r["adapter"] = p["adapter_id"];
+    return r;
+}
+
+std::map<std::string, json> run_generate(const std::vector<json>& requests) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("requests.jsonl");
+    QFile f(path);
+    f.open(QIODevice::WriteOnly);
+    for (const auto& r : requests) f.write((r.dump() + "\n").c_str());
+    f.close();
+    const auto r = lorascope::test::run_cli_command({"generate", "--demo", "--input", path});
+    std::map<std::string, json> out;
+    if (r.exit_code != 0) {
+        qWarning("lorascope-cli generate failed: %s", r.err.c_str());
+        return out;
+    }
+    for (const auto& line : json_lines(r.out)) out[line.at("id").get<std::string>()] = line;
+    return out;
+}
+
+std::string lorax_reason(const std::string& engine_reason) {
+    if (engine_reason == "eos") return "eos_token";
+    if (engine_reason == "stop") return "stop_sequence";
+    return engine_reason;
+}
+
+}  // namespace
+
+class TestServe : public QObject {
+    Q_OBJECT
+    Server server_;
+
+private Q_SLOTS:
+    void initTestCase() {
+        QVERIFY2(lorascope::test::exists(python()),
+                 ("no oracle python at " + python() + ": run scripts/setup-oracle").c_str());
+        const PyResult r = run_client({"--version-check"}, 60000);
+        QVERIFY2(r.err.find("No module named") == std::string::npos,
+                 ("lorax-client is missing from the oracle venv (scripts/setup-oracle installs it): " + r.err).c_str());
+        QVERIFY2(server_.start({"--max-connections", QString::number(kMaxConnections), "--max-body-bytes",
+                                QString::number(kMaxBody)}),
+                 ("the server did not start: " + server_.process.readAllStandardError().toStdString()).c_str());
+        QVERIFY(server_.url.rfind("http://127.0.0.1:", 0) == 0);   // loopback unless --host says otherwise
+        QCOMPARE(server_.hello.at("adapters").size(), size_t(3));
+    }
+
+    void lorax_client_matches_generate() {
+        const json cases = lorax_cases();
+        std::vector<json> requests;
+        for (const auto& c : cases) requests.push_back(generate_request(c));
+        const auto expected = run_generate(requests);
+        QCOMPARE(expected.size(), cases.size());
+
+        QTemporaryDir dir;
+        const QString cases_path = dir.filePath("cases.json");
+        QFile f(cases_path);
+        f.open(QIODevice::WriteOnly);
+        f.write(cases.dump().c_str());
+        f.close();
+        const PyResult r = run_client({q(server_.url), "parity", cases_path});
+        QVERIFY2(r.exit_code == 0, (r.err + r.out).c_str());
+
+        std::map<std::string, int> modes_seen;
+        for (const auto& line : json_lines(r.out)) {
+            const std::string id = line.at("case"), mode = line.at("mode");
+            const json& want = expected.at(id);
+            const std::string where = id + "/" + mode;
+            ++modes_seen[mode];
+            const auto ids = want.at("token_ids").get<std::vector<int64_t>>();
+            const auto lps = want.at("logprobs").get<std::vector<double>>();
+            auto close = [](double a, double b) { return std::fabs(a - b) <= 1e-4 * std::max(1.0, std::fabs(b)); };
+            if (mode == "generate" || mode == "generate_stream") {
+                QVERIFY2(line.at("generated_text") == want.at("text"), (where + ": " + line.dump()).c_str());
+                QVERIFY2(line.at("finish_reason") == lorax_reason(want.at("finish_reason")), where.c_str());
+                QCOMPARE(line.at("generated_tokens").get<int64_t>(), want.at("generated_tokens").get<int64_t>());
+                QCOMPARE(line.at("prompt_tokens").get<int64_t>(), want.at("prompt_tokens").get<int64_t>());
+                const json& tokens = line.at("tokens");
+                QVERIFY2(tokens.size() == ids.size(), (where + ": " + tokens.dump()).c_str());
+                for (size_t i = 0; i < ids.size(); ++i) {
+                    QCOMPARE(tokens[i].at("id").get<int64_t>(), ids[i]);
+                    QVERIFY2(close(tokens[i].at("logprob").get<double>(), lps[i]), where.c_str());
+                }
+                if (id == "sample") QCOMPARE(line.at("seed").get<int64_t>(), int64_t(4242));
+                else QVERIFY2(line.at("seed").is_null(), (where + ": greedy requests report no seed").c_str());
+                if (mode == "generate" && id == "reverse") {
+                    QCOMPARE(line.at("prefill").size(), size_t(1));   // the decoder start token
+                    QCOMPARE(line.at("prefill")[0].at("id").get<int64_t>(), int64_t(0));
+                    QVERIFY(line.at("prefill")[0].at("logprob").is_null());
+                }
+                if (mode == "generate_stream") QCOMPARE(line.at("events").get<size_t>(), ids.size());
+            } else {
+                const std::string reason = want.at("finish_reason") == "length" ? "length" : "stop";
+                QVERIFY2(line.at("text") == want.at("text"), (where + ": " + line.dump()).c_str());
+                QVERIFY2(line.at("finish_reason") == reason, where.c_str());
+                QCOMPARE(line.at("usage").at("completion_tokens").get<int64_t>(), want.at("generated_tokens").get<int64_t>());
+                QCOMPARE(line.at("usage").at("prompt_tokens").get<int64_t>(), want.at("prompt_tokens").get<int64_t>());
+                const json& got = mode == "openai" ? line.at("logprobs").at("token_logprobs") : line.at("token_logprobs");
+                QCOMPARE(got.size(), lps.size());
+                for (size_t i = 0; i < lps.size(); ++i) QVERIFY2(close(got[i].get<double>(), lps[i]), where.c_str());
+            }
+        }
+        QCOMPARE(modes_seen["generate"], int(cases.size()));
+        QCOMPARE(modes_seen["generate_stream"], int(cases.size()));
+        QCOMPARE(modes_seen["openai"], int(cases.size()) - 1);          // greedy cases only
+        QCOMPARE(modes_seen["openai_stream"], int(cases.size()) - 1);
+        // The stop case really stopped on its stop sequence (its text excludes it).
+        QCOMPARE(expected.at("stop").at("finish_reason").get<std::string>(), std::string("stop"));
+        QCOMPARE(expected.at("length").at("finish_reason").get<std::string>(), std::string("length"));
+    }
+
+    void bad_requests_get_clear_errors_and_the_server_lives_on() {
+        const PyResult r = run_client({q(server_.url), "faults", QString::number(kMaxBody)});
+        QVERIFY2(r.exit_code == 0, (r.err + r.out).c_str());
+        const auto lines = json_lines(r.out);
+        QCOMPARE(lines.size(), size_t(1));
+        QVERIFY2(lines[0].at("unknown_adapter").get<std::string>().find("no-such-adapter") != std::string::npos,
+                 lines[0].dump().c_str());
+        QCOMPARE(server_.process.state(), QProcess::Running);
+    }
+
+    void connections_past_the_limit_are_refused_and_the_rest_complete() {
+        const json request = {{"id", "crowd"},
+                              {"prompt", "queen wolf kite goat sun"},
+                              {"params", {{"max_new_tokens", 48}, {"ignore_eos", true}, {"do_sample", false}}}};
+        const auto expected = run_generate({request});
+        QVERIFY(expected.count("crowd"));
+        const PyResult r = run_client({q(server_.url), "crowd", "200", q(expected.at("crowd").at("text"))});
+        QVERIFY2(r.exit_code == 0, (r.err + r.out).c_str());
+        const json summary = json_lines(r.out).at(0);
+        const int64_t completed = summary.at("completed"), refused = summary.at("refused");
+        QCOMPARE(completed + refused, int64_t(200));
+        QVERIFY2(completed >= kMaxConnections, summary.dump().c_str());
+        QVERIFY2(refused > 0, summary.dump().c_str());
+        QVERIFY2(summary.at("connections_refused_metric").get<double>() >= double(refused), summary.dump().c_str());
+    }
+
+    void streams_whose_clients_leave_are_cancelled_in_the_engine() {
+        const PyResult r = run_client({q(server_.url), "disconnect", "8"});
+        QVERIFY2(r.exit_code == 0, (r.err + r.out).c_str());
+        QCOMPARE(json_lines(r.out).at(0).at("cancelled").get<double>(), 8.0);
+    }
+
+    void api_token_is_required_never_printed_and_sigterm_drains() {
+        const std::string token = "sekrit-7f3a9c";
+        Server guarded;
+        // A grace far above the drained stream's few seconds, so that a loaded machine cannot cut it.
+        QVERIFY(guarded.start({"--api-token", q(token), "--shutdown-grace-seconds", "400"}));
+        QCOMPARE(guarded.hello.at("authentication").get<bool>(), true);
+        QProcess client;
+        client.start(q(python()), {q(client_script()), q(guarded.url), "auth", q(token)});
+        QVERIFY(client.waitForStarted(10000));
+        std::string out;
+        QElapsedTimer t;
+        t.start();
+        while (out.find("streaming") == std::string::npos && t.elapsed() < 120000 && client.state() == QProcess::Running) {
+            client.waitForReadyRead(200);
+            out += client.readAllStandardOutput().toStdString();
+        }
+        QVERIFY2(out.find("streaming") != std::string::npos,
+                 (out + client.readAllStandardError().toStdString()).c_str());
+        ::kill(static_cast<pid_t>(guarded.process.processId()), SIGTERM);
+        QVERIFY(client.waitForFinished(400000));
+        out += client.readAllStandardOutput().toStdString();
+        QVERIFY2(client.exitCode() == 0, (out + client.readAllStandardError().toStdString()).c_str());
+        QVERIFY2(out.find("\"drained\": true") != std::string::npos, out.c_str());
+        QVERIFY(guarded.process.waitForFinished(60000));
+        QCOMPARE(guarded.process.exitCode(), 0);
+        const std::string printed = guarded.hello.dump() + guarded.process.readAllStandardOutput().toStdString() +
+                                    guarded.process.readAllStandardError().toStdString();
+        QVERIFY2(printed.find("SIGTERM") != std::string::npos, printed.c_str());
+        QVERIFY2(printed.find(token) == std::string::npos, "the API token was printed");
+    }
+
+    void cleanupTestCase() {
+        QCOMPARE(server_.process.state(), QProcess::Running);   // every fault above left it serving
+        QCOMPARE(server_.stop(), 0);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestServe)
+#include "test_serve.moc"
