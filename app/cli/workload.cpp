@@ -13,6 +13,10 @@ using nlohmann::json;
 
 namespace {
 
+constexpr int64_t kMaxSyntheticRequests = 1'000'000;
+constexpr int64_t kMaxSyntheticPromptTokens = 1 << 20;
+constexpr int64_t kMaxSyntheticTokens = 1'000'000'000;  // about 8 GB of prompt ids
+
 std::vector<Request> build_requests(const json& w, const std::string& path, int64_t vocab) {
     std::vector<Request> out;
     const json defaults = w.value("params", json::object());
@@ -36,7 +40,21 @@ std::vector<Request> build_requests(const json& w, const std::string& path, int6
         const auto range = s.value("prompt_tokens", std::vector<int64_t>{8, 128});
         if (count <= 0 || range.size() != 2 || range[0] < 1 || range[1] < range[0])
             throw Error(ErrorKind::InvalidArgument, path, "synthetic needs count > 0 and prompt_tokens [min, max]");
+        // The prompts are built before the run: bound what they may cost, so that a typo (an extra
+        // digit) is a message rather than an allocation of petabytes.
+        if (count > kMaxSyntheticRequests)
+            throw Error(ErrorKind::InvalidArgument, path, "synthetic count " + std::to_string(count) +
+                                                              " is beyond the limit of " + std::to_string(kMaxSyntheticRequests));
+        if (range[1] > kMaxSyntheticPromptTokens)
+            throw Error(ErrorKind::InvalidArgument, path, "synthetic prompt_tokens max " + std::to_string(range[1]) +
+                                                              " is beyond the limit of " + std::to_string(kMaxSyntheticPromptTokens));
+        if (count * range[1] > kMaxSyntheticTokens)
+            throw Error(ErrorKind::InvalidArgument, path, "synthetic count x prompt_tokens max = " + std::to_string(count * range[1]) +
+                                                              " prompt tokens, beyond the limit of " + std::to_string(kMaxSyntheticTokens));
         const int64_t min_id = s.value("min_id", 5);
+        if (min_id < 0 || min_id >= vocab)
+            throw Error(ErrorKind::InvalidArgument, path, "synthetic min_id " + std::to_string(min_id) +
+                                                              " is outside the model's vocabulary [0, " + std::to_string(vocab) + ")");
         std::mt19937_64 rng(s.value("seed", 0));
         std::uniform_int_distribution<int64_t> length(range[0], range[1]);
         std::uniform_int_distribution<int64_t> id(min_id, vocab - 1);
