@@ -1,5 +1,6 @@
 #include "workload.h"
 
+#include <cstdint>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -17,6 +18,18 @@ constexpr int64_t kMaxSyntheticRequests = 1'000'000;
 constexpr int64_t kMaxSyntheticPromptTokens = 1 << 20;
 constexpr int64_t kMaxSyntheticTokens = 1'000'000'000;  // about 8 GB of prompt ids
 
+// nlohmann converts a JSON float to an integer with a plain cast, undefined when it is out of range
+// (an id written as 5e82): integers are checked as integers before they are read.
+int64_t integer(const json& v, const std::string& what, const std::string& path) {
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)))
+        throw Error(ErrorKind::InvalidArgument, path, what + " must be an integer, not " + v.dump());
+    return v.get<int64_t>();
+}
+
+int64_t integer_field(const json& object, const char* key, int64_t fallback, const std::string& path) {
+    return object.contains(key) ? integer(object[key], std::string("synthetic ") + key, path) : fallback;
+}
+
 std::vector<Request> build_requests(const json& w, const std::string& path, int64_t vocab) {
     std::vector<Request> out;
     const json defaults = w.value("params", json::object());
@@ -30,14 +43,25 @@ std::vector<Request> build_requests(const json& w, const std::string& path, int6
         for (const auto& item : w["requests"]) {
             Request r;
             if (item.contains("prompt")) r.prompt = item["prompt"].get<std::string>();
-            if (item.contains("input_ids")) r.input_ids = item["input_ids"].get<std::vector<int64_t>>();
+            if (item.contains("input_ids")) {
+                if (!item["input_ids"].is_array())
+                    throw Error(ErrorKind::InvalidArgument, path, "\"input_ids\" must be a list of integers");
+                for (const auto& id : item["input_ids"]) r.input_ids.push_back(integer(id, "an input id", path));
+            }
             r.adapter = item.value("adapter", std::string());
             out.push_back(with_params(std::move(r), item.value("params", json::object())));
         }
     } else if (w.contains("synthetic")) {
         const json& s = w["synthetic"];
-        const int64_t count = s.value("count", 0);
-        const auto range = s.value("prompt_tokens", std::vector<int64_t>{8, 128});
+        if (!s.is_object()) throw Error(ErrorKind::InvalidArgument, path, "\"synthetic\" must be an object");
+        const int64_t count = integer_field(s, "count", 0, path);
+        std::vector<int64_t> range{8, 128};
+        if (s.contains("prompt_tokens")) {
+            if (!s["prompt_tokens"].is_array())
+                throw Error(ErrorKind::InvalidArgument, path, "synthetic prompt_tokens must be [min, max]");
+            range.clear();
+            for (const auto& n : s["prompt_tokens"]) range.push_back(integer(n, "synthetic prompt_tokens", path));
+        }
         if (count <= 0 || range.size() != 2 || range[0] < 1 || range[1] < range[0])
             throw Error(ErrorKind::InvalidArgument, path, "synthetic needs count > 0 and prompt_tokens [min, max]");
         // The prompts are built before the run: bound what they may cost, so that a typo (an extra
@@ -51,11 +75,11 @@ std::vector<Request> build_requests(const json& w, const std::string& path, int6
         if (count * range[1] > kMaxSyntheticTokens)
             throw Error(ErrorKind::InvalidArgument, path, "synthetic count x prompt_tokens max = " + std::to_string(count * range[1]) +
                                                               " prompt tokens, beyond the limit of " + std::to_string(kMaxSyntheticTokens));
-        const int64_t min_id = s.value("min_id", 5);
+        const int64_t min_id = integer_field(s, "min_id", 5, path);
         if (min_id < 0 || min_id >= vocab)
             throw Error(ErrorKind::InvalidArgument, path, "synthetic min_id " + std::to_string(min_id) +
                                                               " is outside the model's vocabulary [0, " + std::to_string(vocab) + ")");
-        std::mt19937_64 rng(s.value("seed", 0));
+        std::mt19937_64 rng(static_cast<uint64_t>(integer_field(s, "seed", 0, path)));
         std::uniform_int_distribution<int64_t> length(range[0], range[1]);
         std::uniform_int_distribution<int64_t> id(min_id, vocab - 1);
         for (int64_t i = 0; i < count; ++i) {
