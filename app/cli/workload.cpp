@@ -127,7 +127,8 @@ Workload parse_workload(const std::string& text, const std::string& path) {
         w.rate = w.arrival.value("rate", 1.0);
         if (w.poisson && w.rate <= 0)
             throw Error(ErrorKind::InvalidArgument, path, "poisson arrival needs rate > 0");
-        w.seed = w.arrival.value("seed", 0);
+        if (w.arrival.is_object() && w.arrival.contains("seed"))
+            w.seed = static_cast<uint64_t>(integer(w.arrival["seed"], "arrival seed", path));
     } catch (const json::exception& e) {
         throw Error(ErrorKind::Format, path, std::string("unexpected workload structure: ") + e.what());
     }
