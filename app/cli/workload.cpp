@@ -14,9 +14,11 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int64_t kMaxSyntheticRequests = 1'000'000;
+// Far beyond any benchmark (W1-W5 use at most a few thousand requests of a few hundred tokens),
+// and small enough to build under the fuzzer's 2 GB limit with ASan's overhead.
+constexpr int64_t kMaxSyntheticRequests = 100'000;
 constexpr int64_t kMaxSyntheticPromptTokens = 1 << 20;
-constexpr int64_t kMaxSyntheticTokens = 1'000'000'000;  // about 8 GB of prompt ids
+constexpr int64_t kMaxSyntheticTokens = 50'000'000;  // 400 MB of prompt ids
 
 // nlohmann converts a JSON float to an integer with a plain cast, undefined when it is out of range
 // (an id written as 5e82): integers are checked as integers before they are read.
@@ -127,7 +129,8 @@ Workload parse_workload(const std::string& text, const std::string& path) {
         w.rate = w.arrival.value("rate", 1.0);
         if (w.poisson && w.rate <= 0)
             throw Error(ErrorKind::InvalidArgument, path, "poisson arrival needs rate > 0");
-        w.seed = w.arrival.value("seed", 0);
+        if (w.arrival.is_object() && w.arrival.contains("seed"))
+            w.seed = static_cast<uint64_t>(integer(w.arrival["seed"], "arrival seed", path));
     } catch (const json::exception& e) {
         throw Error(ErrorKind::Format, path, std::string("unexpected workload structure: ") + e.what());
     }
