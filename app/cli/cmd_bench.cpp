@@ -22,6 +22,7 @@
 #include "lorascope/error.h"
 #include "lorascope/params.h"
 #include "lorascope/runtime.h"
+#include "workload.h"
 
 namespace lorascope::cli {
 
@@ -118,50 +119,6 @@ int64_t peak_rss_bytes() {
     return static_cast<int64_t>(usage.ru_maxrss) * 1024;
 }
 
-std::vector<Request> build_requests(const json& w, const std::string& path, int64_t vocab) {
-    std::vector<Request> out;
-    const json defaults = w.value("params", json::object());
-    auto with_params = [&](Request r, const json& own) {
-        json merged = defaults;
-        for (const auto& item : own.items()) merged[item.key()] = item.value();
-        r.params = parse_generation_params(merged.dump(), path + " params");
-        return r;
-    };
-    if (w.contains("requests")) {
-        for (const auto& item : w["requests"]) {
-            Request r;
-            if (item.contains("prompt")) r.prompt = item["prompt"].get<std::string>();
-            if (item.contains("input_ids")) r.input_ids = item["input_ids"].get<std::vector<int64_t>>();
-            r.adapter = item.value("adapter", std::string());
-            out.push_back(with_params(std::move(r), item.value("params", json::object())));
-        }
-    } else if (w.contains("synthetic")) {
-        const json& s = w["synthetic"];
-        const int64_t count = s.value("count", 0);
-        const auto range = s.value("prompt_tokens", std::vector<int64_t>{8, 128});
-        if (count <= 0 || range.size() != 2 || range[0] < 1 || range[1] < range[0])
-            throw Error(ErrorKind::InvalidArgument, path, "synthetic needs count > 0 and prompt_tokens [min, max]");
-        const int64_t min_id = s.value("min_id", 5);
-        std::mt19937_64 rng(s.value("seed", 0));
-        std::uniform_int_distribution<int64_t> length(range[0], range[1]);
-        std::uniform_int_distribution<int64_t> id(min_id, vocab - 1);
-        for (int64_t i = 0; i < count; ++i) {
-            Request r;
-            r.input_ids.resize(static_cast<size_t>(length(rng)));
-            for (auto& t : r.input_ids) t = id(rng);
-            out.push_back(with_params(std::move(r), json::object()));
-        }
-    } else {
-        throw Error(ErrorKind::InvalidArgument, path, "a workload needs \"requests\" or \"synthetic\"");
-    }
-    if (w.contains("adapters")) {
-        const auto names = w["adapters"].get<std::vector<std::string>>();
-        for (size_t i = 0; i < out.size() && !names.empty(); ++i)
-            if (out[i].adapter.empty()) out[i].adapter = names[i % names.size()];
-    }
-    return out;
-}
-
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
@@ -175,25 +132,12 @@ int cmd_bench(int argc, char** argv) {
     args.allow_only(known);
 
     const std::string workload_path = args.require("workload");
-    std::ifstream in(workload_path);
-    if (!in) throw Error(ErrorKind::NotFound, workload_path, "cannot open the workload file");
-    json workload;
-    try {
-        in >> workload;
-    } catch (const json::exception& e) {
-        throw Error(ErrorKind::Format, workload_path, std::string("malformed JSON: ") + e.what());
-    }
+    const Workload workload = read_workload(workload_path);
 
     EngineOptions options = engine_options_from(args);
     options.static_batching = args.has("static");
     auto engine = create_engine_with_adapters(args, options);
-    std::vector<Request> requests;
-    try {
-        requests = build_requests(workload, workload_path, engine->model_config().vocab_size());
-    } catch (const json::exception& e) {
-        // A field of the wrong type: name the file rather than surfacing a library message alone.
-        throw Error(ErrorKind::Format, workload_path, std::string("unexpected workload structure: ") + e.what());
-    }
+    const std::vector<Request> requests = workload_requests(workload, engine->model_config().vocab_size());
 
     // Statistics arrive on the engine thread.
     std::mutex stats_mutex;
@@ -224,21 +168,14 @@ int cmd_bench(int argc, char** argv) {
         }
     });
 
-    const json arrival = workload.value("arrival", json{{"kind", "all"}});
-    const std::string kind = arrival.value("kind", "all");
-    if (kind != "all" && kind != "poisson")
-        throw Error(ErrorKind::InvalidArgument, workload_path, "arrival kind must be \"all\" or \"poisson\"");
-    const double rate = arrival.value("rate", 1.0);
-    if (kind == "poisson" && rate <= 0)
-        throw Error(ErrorKind::InvalidArgument, workload_path, "poisson arrival needs rate > 0");
-    std::mt19937_64 rng(arrival.value("seed", 0));
-    std::exponential_distribution<double> gap(rate);
+    std::mt19937_64 rng(workload.seed);
+    std::exponential_distribution<double> gap(workload.rate);
 
     auto sink = std::make_shared<BenchSink>();
     const auto start = Clock::now();
     auto next = start;
     for (const auto& r : requests) {
-        if (kind == "poisson") {
+        if (workload.poisson) {
             next += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(gap(rng)));
             std::this_thread::sleep_until(next);
         }
@@ -262,14 +199,14 @@ int cmd_bench(int argc, char** argv) {
     }
 
     json report = {
-        {"workload", workload.value("name", workload_path)},
+        {"workload", workload.name},
         {"model", options.model_dir},
         {"batching", options.static_batching ? "static" : "continuous"},
         {"threads", options.threads},
         {"cpu_gemm", runtime_info().cpu_gemm},
         {"max_batch_size", options.max_batch_size},
         {"max_batch_tokens", options.max_batch_tokens},
-        {"arrival", arrival},
+        {"arrival", workload.arrival},
         {"requests", requests.size()},
         {"failed_requests", failed},
         {"generated_tokens", generated},

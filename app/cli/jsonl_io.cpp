@@ -33,11 +33,18 @@ std::vector<JsonLine> read_json_lines(const std::string& path) {
         if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
         JsonLine line;
         line.line_number = number;
+        if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+            // nlohmann stops at a NUL byte and would take `{} <NUL> anything` for `{}`.
+            line.parse_error = "line " + std::to_string(number) + " is not valid JSON: a NUL byte at column " +
+                               std::to_string(nul + 1);
+            lines.push_back(std::move(line));
+            continue;
+        }
         try {
             nlohmann::json value = nlohmann::json::parse(text);
             if (value.is_object()) line.value = std::move(value);
             else line.parse_error = "line " + std::to_string(number) + " is not a JSON object";
-        } catch (const nlohmann::json::parse_error& e) {
+        } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e309
             line.parse_error = "line " + std::to_string(number) + " is not valid JSON: " + e.what();
         }
         lines.push_back(std::move(line));

@@ -10,6 +10,7 @@
 
 #include "cli_process.h"
 #include "io_test_util.h"
+#include "shared_skip.h"
 
 using namespace lorascope;
 using nlohmann::json;
@@ -94,7 +95,7 @@ private Q_SLOTS:
     void real_tokenizer_special_ids() {
         const std::string shared = test::shared_tokenizers();
         if (shared.empty() || !test::exists(shared + "/t5/spiece.model"))
-            QSKIP("shared tokenizer folder absent (../shared/tokenizers); tokenizer part of info not checked");
+            LORASCOPE_SKIP_SHARED("shared tokenizer folder absent (../shared/tokenizers); tokenizer part of info not checked");
         const json records = test::read_json_file(test::io_oracle_dir() + "/tokenizers.json").at("tokenizers");
         QVERIFY2(records.contains("t5"), "oracle did not record the shared T5 tokenizer");
         // A checkpoint directory: the oracle's tiny T5 weights next to the real tokenizer files.
@@ -136,5 +137,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestCliInfo)
+LORASCOPE_QTEST_GUILESS_MAIN(TestCliInfo)
 #include "test_cli_info.moc"

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "oracle_records.h"
+#include "shared_skip.h"
 #include "test_env.h"
 
 using nlohmann::json;
@@ -55,7 +56,7 @@ private Q_SLOTS:
     void generate_text_matches_hf() {
         const std::string tokenizers = lorascope::test::shared_tokenizers() + "/t5/spiece.model";
         if (!lorascope::test::exists(tokenizers))
-            QSKIP("the real T5 tokenizer files (LORASCOPE_SHARED_TOKENIZERS/t5) are absent; text parity not checked");
+            LORASCOPE_SKIP_SHARED("the real T5 tokenizer files (LORASCOPE_SHARED_TOKENIZERS/t5) are absent; text parity not checked");
         const json rec = lorascope::test::load_records("t5_tok");
         std::ostringstream input;
         for (const auto& r : rec["requests"])
@@ -128,5 +129,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestModelsCli)
+LORASCOPE_QTEST_GUILESS_MAIN(TestModelsCli)
 #include "test_models_cli.moc"

@@ -4,6 +4,7 @@
 // mutations and hand-made malformed files refused with an error naming the file, never a crash.
 #include "lorascope/error.h"
 #include "lorascope/tokenizer.h"
+#include "shared_skip.h"
 #include "test_env.h"
 #include "tokenizer/spm_model_file.h"
 
@@ -163,7 +164,7 @@ private Q_SLOTS:
         const json r = read_record(name.toStdString());
         if (r.is_null()) {
             if (name == "t5" && !lorascope::test::exists(lorascope::test::shared_tokenizers() + "/t5/spiece.model"))
-                QSKIP("shared tokenizer folder absent: the real T5 spiece.model is not checked");
+                LORASCOPE_SKIP_SHARED("shared tokenizer folder absent: the real T5 spiece.model is not checked");
             QFAIL(qPrintable("oracle record " + name + " missing (run the oracle_spm_model step)"));
         }
         const SpmModelFile f = SpmModelFile::load(r["path"].get<std::string>());
@@ -410,5 +411,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestSpmModelFile)
+LORASCOPE_QTEST_APPLESS_MAIN(TestSpmModelFile)
 #include "test_spm_model_file.moc"

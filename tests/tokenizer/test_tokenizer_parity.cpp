@@ -4,6 +4,7 @@
 #include "lorascope/error.h"
 #include "lorascope/tokenizer.h"
 #include "parity_records.h"
+#include "shared_skip.h"
 #include "test_env.h"
 
 #include <QtTest/QtTest>
@@ -71,7 +72,7 @@ private Q_SLOTS:
         QFETCH(QString, name);
         const std::string record_name = name.toStdString();
         if (lorascope::test::needs_shared_folder(record_name) && !lorascope::test::exists(lorascope::test::shared_tokenizers()))
-            QSKIP(qPrintable("shared tokenizer folder absent (" + QString::fromStdString(lorascope::test::shared_tokenizers()) +
+            LORASCOPE_SKIP_SHARED(qPrintable("shared tokenizer folder absent (" + QString::fromStdString(lorascope::test::shared_tokenizers()) +
                              "): real T5/BART/GPT-2 files are not in the repository"));
         const json record = lorascope::test::read_tokenizer_record(record_name);
         if (record.is_null())
@@ -163,5 +164,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestTokenizerParity)
+LORASCOPE_QTEST_APPLESS_MAIN(TestTokenizerParity)
 #include "test_tokenizer_parity.moc"

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "lorascope/error.h"
 #include "util/json_read.h"
@@ -32,7 +33,10 @@ constexpr DTypeName kDTypes[] = {
 };
 
 // Valid in the safetensors format but not something we can hand to the models.
-constexpr const char* kKnownUnsupported[] = {"U16", "U32", "U64", "F8_E4M3", "F8_E5M2"};
+// Checked like the others (their sizes), refused only once the file proved well-formed, so that a
+// corrupt file is a Format error whatever dtypes it names, as the reference implementation decides.
+constexpr std::pair<const char*, size_t> kKnownUnsupported[] = {
+    {"U16", 2}, {"U32", 4}, {"U64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
 
 std::string dirname_of(const std::string& path) {
     auto slash = path.rfind('/');
@@ -138,16 +142,18 @@ void SafetensorsFile::parse_and_validate() {
     const uint64_t data_size = file_size - 8 - header_len;
     data_section_ = mapping_->data() + 8 + header_len;
 
+    // Any JSON object, whitespace around it included, as the reference implementation reads it.
     const std::string header_text(reinterpret_cast<const char*>(mapping_->data() + 8), header_len);
-    if (header_text.empty() || header_text[0] != '{') fail("header is not a JSON object");
     const Json header = json::parse(header_text, path);
     if (!header.is_object()) fail("header is not a JSON object");
 
     tensors_.reserve(header.size());
+    std::string unsupported;  // the first tensor of a valid but unsupported dtype
     for (auto it = header.begin(); it != header.end(); ++it) {
         const std::string& name = it.key();
         const Json& entry = it.value();
         if (name == "__metadata__") {
+            if (entry.is_null()) continue;  // the reference implementation reads null as no metadata
             if (!entry.is_object()) fail("'__metadata__' must be an object of strings");
             for (auto m = entry.begin(); m != entry.end(); ++m) {
                 if (!m.value().is_string()) fail("'__metadata__' value of '" + m.key() + "' is not a string");
@@ -164,6 +170,7 @@ void SafetensorsFile::parse_and_validate() {
         if (dtype_it == entry.end() || !dtype_it->is_string()) fail(where + "missing or non-string 'dtype'");
         const std::string dtype_name = dtype_it->get<std::string>();
         bool known = false;
+        size_t unsupported_size = 0;
         for (const auto& d : kDTypes) {
             if (dtype_name == d.name) {
                 info.dtype = d.dtype;
@@ -171,10 +178,10 @@ void SafetensorsFile::parse_and_validate() {
             }
         }
         if (!known) {
-            for (const char* u : kKnownUnsupported)
-                if (dtype_name == u)
-                    throw Error(ErrorKind::Unsupported, path, where + "dtype " + dtype_name + " is not supported");
-            fail(where + "unknown dtype '" + dtype_name + "'");
+            for (const auto& [u, size] : kKnownUnsupported)
+                if (dtype_name == u) unsupported_size = size;
+            if (unsupported_size == 0) fail(where + "unknown dtype '" + dtype_name + "'");
+            if (unsupported.empty()) unsupported = where + "dtype " + dtype_name + " is not supported";
         }
 
         auto shape_it = entry.find("shape");
@@ -189,7 +196,7 @@ void SafetensorsFile::parse_and_validate() {
             else numel *= dim;
             info.shape.push_back(static_cast<int64_t>(std::min<uint64_t>(dim, std::numeric_limits<int64_t>::max())));
         }
-        const uint64_t elem = dtype_size(info.dtype);
+        const uint64_t elem = known ? dtype_size(info.dtype) : unsupported_size;
         if (overflow || numel > std::numeric_limits<uint64_t>::max() / elem)
             fail(where + "shape " + shape_it->dump() + " is too large");
 
@@ -211,16 +218,32 @@ void SafetensorsFile::parse_and_validate() {
         tensors_.push_back(std::move(info));
     }
 
-    // Overlap check on the tensors sorted by start; empty tensors occupy nothing.
+    // The tensors must tile the data section, as the reference implementation (safetensors'
+    // Metadata::validate) requires: in offset order each starts where the previous one ends, the
+    // first at 0, the last at the end of the file. A gap or bytes left over mean a header that does
+    // not describe its file (a wrong header length, a truncated or spliced file).
     std::vector<const TensorInfo*> sorted;
-    for (const auto& t : tensors_)
-        if (t.nbytes() > 0) sorted.push_back(&t);
-    std::sort(sorted.begin(), sorted.end(),
-              [](const TensorInfo* a, const TensorInfo* b) { return a->begin < b->begin; });
-    for (size_t i = 1; i < sorted.size(); ++i) {
-        if (sorted[i]->begin < sorted[i - 1]->end)
-            fail("tensor '" + sorted[i]->name + "' overlaps tensor '" + sorted[i - 1]->name + "' in the data section");
+    for (const auto& t : tensors_) sorted.push_back(&t);
+    std::sort(sorted.begin(), sorted.end(), [](const TensorInfo* a, const TensorInfo* b) {
+        return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+    });
+    uint64_t covered = 0;
+    const TensorInfo* previous = nullptr;
+    for (const TensorInfo* t : sorted) {
+        if (t->begin < covered)
+            fail("tensor '" + t->name + "' overlaps tensor '" + previous->name + "' in the data section");
+        if (t->begin > covered)
+            fail("tensor '" + t->name + "' starts at byte " + std::to_string(t->begin) + " of the data section but " +
+                 (previous ? "tensor '" + previous->name + "' ends at byte " + std::to_string(covered)
+                           : std::string("nothing comes before it")) +
+                 ": a safetensors data section has no gaps");
+        covered = t->end;
+        previous = t;
     }
+    if (covered != data_size)
+        fail("the tensors cover " + std::to_string(covered) + " bytes but the data section has " +
+             std::to_string(data_size) + " (wrong header length, or bytes appended to the file?)");
+    if (!unsupported.empty()) throw Error(ErrorKind::Unsupported, path, unsupported);
 
     for (size_t i = 0; i < tensors_.size(); ++i) by_name_.emplace(tensors_[i].name, i);
 }

@@ -187,7 +187,7 @@ GenerationParams parse_generation_params(const std::string& json_object_text, co
     Json object;
     try {
         object = Json::parse(json_object_text);
-    } catch (const Json::parse_error& e) {
+    } catch (const Json::exception& e) {  // parse_error, or out_of_range for a number like 1e309
         reject(source, std::string("params are not valid JSON: ") + e.what());
     }
     return sampling::generation_params_from_json(object, source);

@@ -16,6 +16,11 @@ BpeModel::BpeModel(std::unordered_map<std::string, int64_t> vocab,
         if (id < 0 || id > 0x7FFFFFFF) throw Error(ErrorKind::Format, path, "token '" + token + "' has an invalid id");
         max_id = std::max(max_id, id);
     }
+    // Ids index a dense table: a vocabulary whose ids run far past its size ({"a": 2000000000})
+    // would allocate gigabytes for nothing, and is no vocabulary a model was trained with.
+    if (max_id >= 2 * static_cast<int64_t>(vocab_.size()) + 1024)
+        throw Error(ErrorKind::Format, path, "token ids run up to " + std::to_string(max_id) + " for a vocabulary of " +
+                                                 std::to_string(vocab_.size()) + " tokens");
     id_to_token_.resize(static_cast<size_t>(max_id + 1));
     for (const auto& [token, id] : vocab_) id_to_token_[static_cast<size_t>(id)] = token;
 

@@ -157,7 +157,9 @@ std::optional<int64_t> BpeTokenizer::model_token_to_id(const std::string& token)
     return it->second;
 }
 
-int64_t BpeTokenizer::model_vocab_size() const { return static_cast<int64_t>(model_->vocab().size()); }
+// Every id the model can produce: the highest id + 1, which is the token count for a dense
+// vocabulary (every real one) and still covers a vocabulary with holes.
+int64_t BpeTokenizer::model_vocab_size() const { return static_cast<int64_t>(model_->id_to_token().size()); }
 
 std::optional<std::string> BpeTokenizer::token_bytes(int64_t id, bool) const {
     const std::string* token = token_string(id);

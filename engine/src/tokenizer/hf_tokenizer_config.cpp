@@ -17,8 +17,11 @@ nlohmann::json read_json_file(const std::string& path) {
     if (!in) throw Error(ErrorKind::NotFound, path, "cannot open file");
     std::stringstream buffer;
     buffer << in.rdbuf();
+    const std::string text = buffer.str();
+    if (const size_t nul = text.find('\0'); nul != std::string::npos)  // nlohmann stops at a NUL byte
+        throw Error(ErrorKind::Format, path, "malformed JSON: a NUL byte at byte " + std::to_string(nul));
     try {
-        return nlohmann::json::parse(buffer.str());
+        return nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
         throw Error(ErrorKind::Format, path, std::string("malformed JSON: ") + e.what());
     }
@@ -98,7 +101,7 @@ void read_special_tokens(const nlohmann::json& json, const std::string& path, Hf
 HfTokenizerConfig read_hf_tokenizer_config(const std::string& dir) {
     HfTokenizerConfig config;
     const std::string tc_path = dir + "/tokenizer_config.json";
-    if (file_exists(tc_path)) {
+    if (file_exists(tc_path)) interpreting(tc_path, [&] {
         const nlohmann::json tc = read_json_file(tc_path);
         if (!tc.is_object()) throw Error(ErrorKind::Format, tc_path, "expected a JSON object");
         if (tc.contains("tokenizer_class") && tc["tokenizer_class"].is_string())
@@ -123,13 +126,13 @@ HfTokenizerConfig read_hf_tokenizer_config(const std::string& dir) {
             std::sort(config.added_tokens_decoder.begin(), config.added_tokens_decoder.end(),
                       [](const AddedToken& a, const AddedToken& b) { return a.id < b.id; });
         }
-    }
+    });
     const std::string stm_path = dir + "/special_tokens_map.json";
-    if (file_exists(stm_path)) {
+    if (file_exists(stm_path)) interpreting(stm_path, [&] {
         const nlohmann::json stm = read_json_file(stm_path);
         if (!stm.is_object()) throw Error(ErrorKind::Format, stm_path, "expected a JSON object");
         read_special_tokens(stm, stm_path, config);
-    }
+    });
     const std::string cfg_path = dir + "/config.json";
     if (file_exists(cfg_path)) {
         const nlohmann::json cfg = read_json_file(cfg_path);

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lorascope/error.h"
+
 #include <map>
 #include <optional>
 #include <string>
@@ -16,6 +18,19 @@ namespace lorascope::tokenizer {
 
 // Reads a JSON file; throws Error(NotFound / Format) naming the file.
 nlohmann::json read_json_file(const std::string& path);
+
+// Runs read(), which interprets the JSON of the file at `path`: a value of an unexpected type
+// (nlohmann's type_error, out_of_range for a missing key) becomes Error(Format) naming the file,
+// as every other problem with a user's file is. The readers check the fields that decide what a
+// tokenizer does; this catches the rest (a string where a flag belongs, an object for a merge).
+template <class Read>
+auto interpreting(const std::string& path, Read&& read) -> decltype(read()) {
+    try {
+        return read();
+    } catch (const nlohmann::json::exception& e) {
+        throw Error(ErrorKind::Format, path, std::string("unexpected structure: ") + e.what());
+    }
+}
 bool file_exists(const std::string& path);
 
 enum class TokenizerFamily { Unknown, T5, Bart, Gpt2, Bloom };

@@ -70,11 +70,15 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
         if (!json.is_object() || !json.contains("model") || !json["model"].is_object())
             throw Error(ErrorKind::Format, json_path, "no \"model\" object");
         // Older files omit model.type: a BPE model has merges, a Unigram model a list of [piece, score].
-        std::string type = json["model"].value("type", "");
+        std::string type = json["model"].contains("type") && json["model"]["type"].is_string()
+                               ? json["model"]["type"].get<std::string>()
+                               : std::string();
         if (type.empty() && json["model"].contains("merges")) type = "BPE";
         if (type.empty() && json["model"].contains("vocab") && json["model"]["vocab"].is_array()) type = "Unigram";
-        if (type == "BPE") return BpeTokenizer::from_tokenizer_json(json_path, json, std::move(config));
-        if (type == "Unigram" && has_spm) return SpmTokenizer::load(dir, &json, std::move(config));
+        if (type == "BPE")
+            return interpreting(json_path, [&] { return BpeTokenizer::from_tokenizer_json(json_path, json, std::move(config)); });
+        if (type == "Unigram" && has_spm)
+            return interpreting(json_path, [&] { return SpmTokenizer::load(dir, &json, std::move(config)); });
         if (type == "Unigram")
             throw Error(ErrorKind::Unsupported, json_path,
                         "a Unigram model is only supported together with its spiece.model, which this directory lacks");
@@ -82,7 +86,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
     }
     if (has_spm) return SpmTokenizer::load(dir, nullptr, std::move(config));
     if (file_exists(dir + "/vocab.json") && file_exists(dir + "/merges.txt"))
-        return BpeTokenizer::from_vocab_merges(dir, std::move(config));
+        return interpreting(dir + "/vocab.json", [&] { return BpeTokenizer::from_vocab_merges(dir, std::move(config)); });
     if (file_exists(dir + "/vocab.json")) throw Error(ErrorKind::NotFound, dir + "/merges.txt", "vocab.json is present but merges.txt is missing");
     throw Error(ErrorKind::NotFound, dir, "no tokenizer files (tokenizer.json, spiece.model, or vocab.json + merges.txt)");
 }

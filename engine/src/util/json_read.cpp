@@ -9,11 +9,19 @@
 namespace lorascope::json {
 
 Json parse(const std::string& text, const std::string& path) {
+    // nlohmann's lexer takes a NUL byte for the end of the input, so "{}\0anything" would parse;
+    // JSON has no raw NUL (control characters are escaped), Python's json and serde refuse it.
+    if (const size_t nul = text.find('\0'); nul != std::string::npos)
+        throw Error(ErrorKind::Format, path, "malformed JSON at byte " + std::to_string(nul) + ": a NUL byte");
     try {
         return Json::parse(text);
     } catch (const Json::parse_error& e) {
         throw Error(ErrorKind::Format, path,
                     "malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+    } catch (const Json::exception& e) {
+        // Valid syntax the parser still refuses: a number beyond double's range (1e309) is
+        // out_of_range, not parse_error.
+        throw Error(ErrorKind::Format, path, std::string("malformed JSON: ") + e.what());
     }
 }
 
