@@ -98,17 +98,7 @@ class TestWindowRemote : public QObject {
     void checkAgainstCli(const RequestRecord& r) {
         const auto it = expected_.find(r.client_id);
         QVERIFY2(it != expected_.end(), qPrintable(r.client_id));
-        QString streamed;
-        std::vector<int64_t> ids;
-        for (const auto& t : r.tokens) {
-            streamed += t.text;
-            ids.push_back(t.token_id);
-        }
-        QCOMPARE(r.status, RequestStatus::Finished);
-        QCOMPARE(r.text, it->second.text);
-        QCOMPARE(streamed, it->second.text);
-        QCOMPARE(ids, it->second.ids);
-        QCOMPARE(r.finish_reason, it->second.finish_reason);
+        test::check_finished_as(r, it->second.text, it->second.ids, it->second.finish_reason);
     }
 
     QByteArray fivePrompts() const {

@@ -112,19 +112,9 @@ class WindowRealEngineTest : public QObject {
     void checkAgainstCli(const RequestRecord& r) {
         const auto it = cli_.find(r.client_id);
         QVERIFY2(it != cli_.end(), qPrintable(r.client_id));
-        QString streamed;
-        std::vector<int64_t> ids;
-        for (const auto& t : r.tokens) {
-            streamed += t.text;
-            ids.push_back(t.token_id);
-        }
-        QCOMPARE(r.status, RequestStatus::Finished);
-        QCOMPARE(r.text, it->second.text);
-        QCOMPARE(streamed, it->second.text);
-        QCOMPARE(ids, it->second.token_ids);
-        QCOMPARE(r.finish_reason, it->second.finish_reason);
+        test::check_finished_as(r, it->second.text, it->second.token_ids, it->second.finish_reason);
         // HF + PEFT agree (the oracle's greedy ids, eos included when generated).
-        QCOMPARE(ids, idsOf(manifestPrompt(r.client_id).value(QStringLiteral("hf_greedy_ids")).toArray()));
+        QCOMPARE(it->second.token_ids, idsOf(manifestPrompt(r.client_id).value(QStringLiteral("hf_greedy_ids")).toArray()));
     }
 
     QMessageBox* errorDialog(MainWindow& w) {
