@@ -16,9 +16,7 @@ StepBatch::StepBatch(const std::vector<std::unique_ptr<LiveRequest>>& running, c
             const auto& cache = state.row(index);
             StepRow row;
             row.request = r.get();
-            row.beam = static_cast<int64_t>(j);
             row.token = last[j];
-            row.position = cache.self.length;
             row.kv_blocks = static_cast<int64_t>(cache.self.blocks.size() + cache.cross.blocks.size());
             row.joined = r->joined_this_step;
             rows_.push_back(row);

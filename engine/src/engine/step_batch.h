@@ -1,6 +1,6 @@
 // The row table of one decoding step, in the spirit of llama.cpp's llama_ubatch: built once per
 // step from the running requests and read by everyone who needs to know what a row is: the model
-// (its tokens), the LoRA hook (its adapter), the sampler (its request and beam), the statistics
+// (its tokens), the LoRA hook (its adapter), the sampler (its request), the statistics
 // and the drop step (its request's row range).
 #pragma once
 
@@ -18,9 +18,7 @@ namespace lorascope::engine_detail {
 
 struct StepRow {
     LiveRequest* request = nullptr;
-    int64_t beam = 0;         // its beam within the request (0 unless beam search)
     int64_t token = 0;        // the token it feeds the model
-    int64_t position = 0;     // that token's position (the row's cache length before the step)
     int64_t kv_blocks = 0;    // blocks its cache references
     bool joined = false;      // its request joined the batch in this step
 };
