@@ -3,7 +3,7 @@
 # the two builds that compile the core: the engine (engine/CMakeLists.txt) and the libFuzzer
 # targets (tests/fuzz, built with clang).
 set(LORASCOPE_CORE_DIRS util io tokenizer params)
-set(LORASCOPE_ENGINE_DIRS runtime weights models sampling scheduler adapters engine)
+set(LORASCOPE_ENGINE_DIRS runtime weights ops models sampling scheduler adapters engine)
 set(LORASCOPE_CORE_SOURCES)
 foreach(_lorascope_dir IN LISTS LORASCOPE_CORE_DIRS)
   file(GLOB _lorascope_dir_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/src/${_lorascope_dir}/*.cpp)

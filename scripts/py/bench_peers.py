@@ -82,8 +82,12 @@ def run_child(cmd, env, label):
     return proc, children_cpu_s() - cpu
 
 
+# Our systems by compute dtype (--dtype of lorascope-cli).
+OURS = {"ours": "float32", "ours-int8": "int8", "ours-bf16": "bfloat16"}
+
+
 def run_ours(ctx, name, model_dir, rows, new_tokens, adapters=None, row_adapters=None, arrival=None,
-             static=False):
+             static=False, system="ours"):
     requests = []
     for i, r in enumerate(rows):
         req = {"input_ids": r}
@@ -97,7 +101,7 @@ def run_ours(ctx, name, model_dir, rows, new_tokens, adapters=None, row_adapters
     with open(path, "w") as f:
         json.dump(workload, f)
     cmd = [ctx.cli, "bench", "--model", model_dir, "--workload", path, "--threads", str(ctx.threads),
-           "--max-batch-size", str(ctx.batch), "--max-batch-tokens", "1000000"]
+           "--max-batch-size", str(ctx.batch), "--max-batch-tokens", "1000000", "--dtype", OURS[system]]
     if static:
         cmd.append("--static")
     for a, d in adapters or []:
@@ -109,7 +113,7 @@ def run_ours(ctx, name, model_dir, rows, new_tokens, adapters=None, row_adapters
         raise SystemExit(f"{name} ours: {report['failed_requests']} requests failed: {report.get('first_error')}")
     if report["generated_tokens"] != len(rows) * new_tokens:
         raise SystemExit(f"{name} ours: generated {report['generated_tokens']}, expected {len(rows) * new_tokens}")
-    report["system"] = "ours-static" if static else "ours"
+    report["system"] = "ours-static" if static else system
     return report
 
 
@@ -173,23 +177,25 @@ def run_workload(ctx, name):
         adapters = build(ctx, "build_adapters", model_dir, os.path.join(ctx.work, "adapters", family))
         row_adapters = [adapters[i % len(adapters)][0] for i in range(len(rows))]
     ct2_dir = None
-    if "ct2" in systems and not adapters:
+    ct2_systems = [s for s in ("ct2", "ct2-int8") if s in systems]
+    if ct2_systems and not adapters:
         ct2_dir = build(ctx, "build_ct2", family, model_dir, os.path.join(ctx.work, "ct2", family))
     for _ in range(ctx.repeat):
-        if "ours" in systems:
-            runs.setdefault("ours", []).append(run_ours(ctx, name, model_dir, rows, new_tokens, adapters, row_adapters))
+        for ours in (s for s in OURS if s in systems):
+            runs.setdefault(ours, []).append(
+                run_ours(ctx, name, model_dir, rows, new_tokens, adapters, row_adapters, system=ours))
         if "hf" in systems:
             runs.setdefault("hf", []).append(
                 run_peer(ctx, name, "hf", family, model_dir, None, rows, new_tokens, adapters, row_adapters))
-        if ct2_dir:
-            runs.setdefault("ct2", []).append(run_peer(ctx, name, "ct2", family, model_dir, ct2_dir, rows, new_tokens))
+        for ct2 in ct2_systems if ct2_dir else []:
+            runs.setdefault(ct2, []).append(run_peer(ctx, name, ct2, family, model_dir, ct2_dir, rows, new_tokens))
     results = [median_run(v) for v in runs.values()]
     if name == "W1" and "ours" in runs:
         ctx.w1_ours.append(next(r for r in results if r["system"] == "ours"))
     if "hf" in systems and adapters:
         notes.append("HF + PEFT 0.13.2: one adapter at a time (batches of one adapter's rows); PEFT's "
                      "mixed-adapter generate(adapter_names=...) needs torch >= 2.0 hooks, Debian's torch is 1.13")
-    if "ct2" in systems and adapters:
+    if ct2_systems and adapters:
         notes.append("CTranslate2: no runtime LoRA (adapters must be merged into one model each), not run")
     return {"workload": name, "what": w["what"], "family": family, "prompts": count, "new_tokens": new_tokens,
             "results": results, "notes": notes}
@@ -199,15 +205,23 @@ def fmt_ms(d, estimated=False):
     return f"{d['p50']:.0f} / {d['p95']:.0f}" + (" (est.)" if estimated else "")
 
 
+LABELS = {"ours": "lorascope", "ours-int8": "lorascope int8", "ours-bf16": "lorascope bfloat16",
+          "ours-static": "lorascope static", "hf": "HF transformers", "ct2": "CTranslate2",
+          "ct2-int8": "CTranslate2 int8"}
+
+
 def markdown(report):
+    """One row per system; "ours / this" compares like with like: our int8 with CTranslate2 int8,
+    our float32 with everything else."""
     lines = ["| Workload | System | tokens/s | ours / this | TTFT p50 / p95 ms | per-token p50 / p95 ms | peak RSS MiB |",
              "|---|---|---:|---:|---:|---:|---:|"]
     for w in report["workloads"]:
-        ours = next((r for r in w["results"] if r["system"] == "ours"), None)
+        by_system = {r["system"]: r for r in w["results"]}
         for r in w["results"]:
-            ratio = f"{ours['tokens_per_s'] / r['tokens_per_s']:.2f}x" if ours and r is not ours else ""
-            label = {"ours": "lorascope", "ours-static": "lorascope static", "hf": "HF transformers",
-                     "ct2": "CTranslate2"}[r["system"]]
+            ours = by_system.get("ours-int8" if r["system"] == "ct2-int8" else "ours")
+            ratio = f"{ours['tokens_per_s'] / r['tokens_per_s']:.2f}x" if ours and r is not ours and \
+                not r["system"].startswith("ours") else ""
+            label = LABELS[r["system"]]
             repeats = r.get("repeats_tokens_per_s", [])
             spread = f" ({min(repeats):.0f}-{max(repeats):.0f})" if len(repeats) > 1 else ""
             lines.append(f"| {w['workload']} | {label} | {r['tokens_per_s']:.1f}{spread} | {ratio} | "
@@ -217,10 +231,12 @@ def markdown(report):
     w1 = next((w for w in report["workloads"] if w["workload"] == "W1"), None)
     w4 = next((w for w in report["workloads"] if w["workload"] == "W4"), None)
     if w1 and w4:
-        a = next((r for r in w1["results"] if r["system"] == "ours"), None)
-        b = next((r for r in w4["results"] if r["system"] == "ours"), None)
-        if a and b:
-            out += f"\n\nW4 / W1 (lorascope tokens/s with 8 adapters vs none): {b['tokens_per_s'] / a['tokens_per_s']:.2f}"
+        for system in OURS:
+            a = next((r for r in w1["results"] if r["system"] == system), None)
+            b = next((r for r in w4["results"] if r["system"] == system), None)
+            if a and b:
+                out += (f"\n\nW4 / W1 ({LABELS[system]} tokens/s with 8 adapters vs none): "
+                        f"{b['tokens_per_s'] / a['tokens_per_s']:.2f}")
     for w in report["workloads"]:
         for n in w["notes"]:
             out += f"\n- {w['workload']}: {n}"
@@ -232,7 +248,8 @@ def main():
     ap.add_argument("--root", required=True)
     ap.add_argument("--cli", default="", help="lorascope-cli (default build/release/bin/lorascope-cli)")
     ap.add_argument("--workloads", default="W1,W2,W3,W4,W5")
-    ap.add_argument("--systems", default="ours,hf,ct2")
+    ap.add_argument("--systems", default="ours,ours-int8,ours-bf16,hf,ct2,ct2-int8",
+                    help="ours (float32), ours-int8, ours-bf16, hf, ct2 (float32), ct2-int8")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch", type=int, default=32, help="largest batch for every system")
     ap.add_argument("--quick", action="store_true", help=f"smoke test: {QUICK}")

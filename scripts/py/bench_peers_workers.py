@@ -72,7 +72,8 @@ class HF:
 
 
 class CT2:
-    """CTranslate2 Translator (T5, BART) or Generator (BLOOM), fp32, same thread count."""
+    """CTranslate2 Translator (T5, BART) or Generator (BLOOM), same thread count; compute_type
+    float32 (system "ct2") or int8 (system "ct2-int8": weights quantized by CTranslate2 at load)."""
 
     def __init__(self, spec):
         import ctranslate2
@@ -81,7 +82,8 @@ class CT2:
         self.vocab = ct2_vocabulary(spec["ct2_dir"])
         self.seq2seq = spec["family"] != "bloom"
         cls = ctranslate2.Translator if self.seq2seq else ctranslate2.Generator
-        self.model = cls(spec["ct2_dir"], device="cpu", compute_type="float32",
+        compute_type = "int8" if spec["system"] == "ct2-int8" else "float32"
+        self.model = cls(spec["ct2_dir"], device="cpu", compute_type=compute_type,
                          intra_threads=spec["threads"], inter_threads=1)
 
     def run(self, rows, new_tokens, adapters=None):
@@ -125,7 +127,7 @@ def main():
     spec_path, out_path = sys.argv[1], sys.argv[2]
     with open(spec_path) as f:
         spec = json.load(f)
-    system = {"hf": HF, "ct2": CT2}[spec["system"]](spec)
+    system = {"hf": HF, "ct2": CT2, "ct2-int8": CT2}[spec["system"]](spec)
     rows, n = spec["prompts"], spec["new_tokens"]
     row_adapters = spec.get("row_adapters")
     if row_adapters:

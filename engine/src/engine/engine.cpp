@@ -14,7 +14,9 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "adapters/adapter_registry.h"
@@ -27,6 +29,7 @@
 #include "lorascope/runtime.h"
 #include "lorascope/tokenizer.h"
 #include "models/model.h"
+#include "ops/cpu_matmul.h"
 #include "util/scratch_thread.h"
 
 namespace lorascope {
@@ -47,11 +50,38 @@ namespace {
 using engine_detail::Clock;
 using engine_detail::LiveRequest;
 
-at::ScalarType parse_dtype(const std::string& name) {
-    if (name == "float32" || name == "fp32") return at::kFloat;
-    if (name == "float16" || name == "fp16") return at::kHalf;
-    if (name == "bfloat16" || name == "bf16") return at::kBFloat16;
-    throw Error(ErrorKind::InvalidArgument, "unknown dtype '" + name + "' (float32, float16 or bfloat16)");
+// What --dtype means on each device. On the CPU, float32, bfloat16 and int8 name the type of the
+// linears' packed weights and products (ops/cpu_matmul.h); everything else runs in float32.
+// Elsewhere the whole model is converted to the dtype, as before (int8 is CPU-only).
+struct ComputeChoice {
+    at::ScalarType dtype = at::kFloat;
+    std::optional<ops::MatmulKind> cpu_matmul;
+};
+
+ComputeChoice parse_compute(const std::string& name, const at::Device& device) {
+    auto packed = [&](ops::MatmulKind kind) {
+        std::string why;
+        if (!ops::cpu_matmul_available(kind, &why))
+            throw Error(ErrorKind::Unsupported, "dtype '" + name + "' on the CPU: " + why);
+        return ComputeChoice{at::kFloat, kind};
+    };
+    const bool cpu = device.is_cpu();
+    if (name == "float32" || name == "fp32") {
+        // LORASCOPE_CPU_GEMM=sgemm|torch keeps the unpacked paths, for A/B measurements.
+        const char* gemm = std::getenv("LORASCOPE_CPU_GEMM");
+        const bool unpacked = gemm && (std::string(gemm) == "sgemm" || std::string(gemm) == "torch");
+        if (!cpu || unpacked || !ops::cpu_matmul_available(ops::MatmulKind::Float32)) return {at::kFloat, std::nullopt};
+        return packed(ops::MatmulKind::Float32);
+    }
+    if (name == "float16" || name == "fp16") return {at::kHalf, std::nullopt};
+    if (name == "bfloat16" || name == "bf16") return cpu ? packed(ops::MatmulKind::Bfloat16) : ComputeChoice{at::kBFloat16, {}};
+    if (name == "int8") {
+        if (!cpu)
+            throw Error(ErrorKind::Unsupported,
+                        "dtype 'int8' is a CPU compute type; on " + device.str() + " use float16 or bfloat16");
+        return packed(ops::MatmulKind::Int8);
+    }
+    throw Error(ErrorKind::InvalidArgument, "unknown dtype '" + name + "' (float32, bfloat16, int8 or float16)");
 }
 
 at::Device parse_device(const std::string& name) {
@@ -253,8 +283,10 @@ std::unique_ptr<Engine> Engine::create(const EngineOptions& options) {
         throw Error(ErrorKind::InvalidArgument, "max_batch_tokens must be at least 1");
     if (options.kv_cache_mb < 0) throw Error(ErrorKind::InvalidArgument, "kv_cache_mb must not be negative");
     models::LoadOptions load;
-    load.dtype = parse_dtype(options.dtype);
     load.device = parse_device(options.device);
+    const ComputeChoice compute = parse_compute(options.dtype, load.device);
+    load.dtype = compute.dtype;
+    load.cpu_matmul = compute.cpu_matmul;
     auto model = util::run_on_scratch_thread([&] { return models::load_model(options.model_dir, load); });
     std::unique_ptr<Tokenizer> tokenizer;
     try {

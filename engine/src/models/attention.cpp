@@ -111,8 +111,8 @@ at::Tensor SelfAttention::forward(const at::Tensor& x, const at::Tensor& bias, c
     return out_.forward(attend(q, k, v, bias, shape_.score_scale, valid.empty() ? nullptr : &valid), lora);
 }
 
-CrossAttention::CrossAttention(AttentionShape shape, Linear q, Linear k, Linear v, Linear out)
-    : shape_(shape), q_(std::move(q)), kv_({k, v}), out_(std::move(out)) {}
+CrossAttention::CrossAttention(AttentionShape shape, Linear q, FusedLinear kv, Linear out)
+    : shape_(shape), q_(std::move(q)), kv_(std::move(kv)), out_(std::move(out)) {}
 
 std::pair<at::Tensor, at::Tensor> CrossAttention::project_memory(const at::Tensor& encoder_out,
                                                                  const LoraHook* lora) const {

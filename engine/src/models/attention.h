@@ -50,7 +50,7 @@ private:
 class CrossAttention {
 public:
     CrossAttention() = default;
-    CrossAttention(AttentionShape shape, Linear q, Linear k, Linear v, Linear out);
+    CrossAttention(AttentionShape shape, Linear q, FusedLinear kv, Linear out);  // kv: k|v fused
 
     // Encoder output [B, S, d] -> (K, V), each [B, H, S, D], contiguous.
     std::pair<at::Tensor, at::Tensor> project_memory(const at::Tensor& encoder_out, const LoraHook* lora) const;

@@ -9,7 +9,8 @@
 namespace lorascope::models {
 
 std::unique_ptr<CausalLM> CausalLM::load_bloom(const ModelConfig& config, const GenerationConfig& generation,
-                                               std::shared_ptr<io::WeightStore> store, at::TensorOptions options) {
+                                               std::shared_ptr<io::WeightStore> store, at::TensorOptions options,
+                                              std::optional<ops::MatmulKind> packing) {
     const BloomConfig& c = config.bloom();
     std::unique_ptr<CausalLM> m(new CausalLM());
     m->init_common(config, generation, options, store->directory(), c.vocab_size);
@@ -19,8 +20,7 @@ std::unique_ptr<CausalLM> CausalLM::load_bloom(const ModelConfig& config, const 
     m->heads_ = c.n_head;
     m->head_dim_ = d / c.n_head;
     const double eps = c.layer_norm_epsilon;
-    ModuleBuilder b(store, m->sites_);
-    m->word_embeddings_ = b.tensor("transformer.word_embeddings.weight", {c.vocab_size, d});
+    ModuleBuilder b(store, m->sites_, packing);
     m->embeddings_norm_ = b.layer_norm("transformer.word_embeddings_layernorm", d, eps);
     m->alibi_slopes_ = alibi_slopes(c.n_head, options);
     m->cache_shape_ = CacheShape{c.n_layer, m->heads_, m->head_dim_};
@@ -40,6 +40,8 @@ std::unique_ptr<CausalLM> CausalLM::load_bloom(const ModelConfig& config, const 
     }
     m->final_norm_ = b.layer_norm("transformer.ln_f", d, eps);
     m->lm_head_ = b.linear("lm_head", d, c.vocab_size, false);
+    // After the head: with tied weights (BLOOM's usual case) the table is held once.
+    m->word_embeddings_ = b.embedding("transformer.word_embeddings.weight", c.vocab_size, d);
     return m;
 }
 
@@ -58,7 +60,7 @@ at::Tensor CausalLM::forward(DecodeState& state, const TokenBatch& tokens, Logit
     TORCH_CHECK(B == state.rows(), "CausalLM::forward: ", B, " token rows for a state of ", state.rows());
     const std::vector<int64_t> past = state.lengths();
     const int64_t L = state.max_length() + T;
-    at::Tensor h = embeddings_norm_.forward(at::embedding(word_embeddings_, tokens.ids.to(options_.device())));
+    at::Tensor h = embeddings_norm_.forward(word_embeddings_.forward(tokens.ids.to(options_.device())));
     // Rows are left-aligned in their blocks, so a key's ALiBi position is its position in the row:
     // the same value BLOOM derives from the cumulative attention mask of a left-padded row.
     const auto slot_opts = at::TensorOptions().dtype(options_.dtype()).device(options_.device());

@@ -12,7 +12,8 @@ namespace lorascope::models {
 class CausalLM : public Model {
 public:
     static std::unique_ptr<CausalLM> load_bloom(const ModelConfig& config, const GenerationConfig& generation,
-                                                std::shared_ptr<io::WeightStore> store, at::TensorOptions options);
+                                                std::shared_ptr<io::WeightStore> store, at::TensorOptions options,
+                                              std::optional<ops::MatmulKind> packing = std::nullopt);
 
     DecodeState start(const TokenBatch& prompts, const LoraHook* lora = nullptr,
                       std::shared_ptr<KvPool> pool = nullptr) const override;
@@ -23,7 +24,7 @@ private:
     CausalLM() = default;
 
     int64_t heads_ = 0, head_dim_ = 0;
-    at::Tensor word_embeddings_;
+    Embedding word_embeddings_;
     Norm embeddings_norm_;
     at::Tensor alibi_slopes_;   // [H]
     std::vector<TransformerBlock> blocks_;

@@ -72,14 +72,23 @@ at::Tensor activate(Activation act, const at::Tensor& x) {
     return x;
 }
 
+at::Tensor Embedding::forward(const at::Tensor& ids) const {
+    if (packed_) return packed_->rows(ids.cpu());
+    return at::embedding(table_, ids);
+}
+
 FeedForward::FeedForward(Linear wi, Linear wo, Activation act)
     : gated_(false), wi_(std::move(wi)), wo_(std::move(wo)), act_(act) {}
 
-FeedForward::FeedForward(Linear wi_0, Linear wi_1, Linear wo, Activation act)
-    : gated_(true), wi_gate_({wi_0, wi_1}), inner_(wi_0.weight().size(0)), wo_(std::move(wo)), act_(act) {}
+FeedForward::FeedForward(FusedLinear wi_gate, Linear wo, Activation act)
+    : gated_(true),
+      wi_gate_(std::move(wi_gate)),
+      inner_(wi_gate_.out_features() / 2),
+      wo_(std::move(wo)),
+      act_(act) {}
 
 at::Tensor FeedForward::output(const at::Tensor& hidden, const LoraHook* lora) const {
-    const at::ScalarType wo_dtype = wo_.weight().scalar_type();
+    const at::ScalarType wo_dtype = wo_.input_dtype();
     if (hidden.scalar_type() == wo_dtype) return wo_.forward(hidden, lora);
     // T5 in float16 keeps wo in float32 (HF's _keep_in_fp32_modules = ["wo"]) and, as HF's
     // T5DenseActDense does, feeds it the activations cast up; the block's residual then promotes

@@ -24,6 +24,21 @@ private:
     double eps_ = 1e-5;
 };
 
+// A token embedding table: a plain [vocab, width] tensor, or rows read from a packed matrix
+// (an LM head with tied weights, or an int8/bfloat16 table) and returned as float32.
+class Embedding {
+public:
+    Embedding() = default;
+    explicit Embedding(at::Tensor table) : table_(std::move(table)) {}
+    explicit Embedding(std::shared_ptr<const ops::CpuMatmul> packed) : packed_(std::move(packed)) {}
+    at::Tensor forward(const at::Tensor& ids) const;  // [...] -> [..., width]
+    bool defined() const { return table_.defined() || packed_; }
+
+private:
+    at::Tensor table_;
+    std::shared_ptr<const ops::CpuMatmul> packed_;
+};
+
 enum class Activation { Relu, GeluTanh, GeluErf };
 // Maps HF's activation names ("relu", "gelu", "gelu_new", "gelu_pytorch_tanh", ...).
 // Throws lorascope::Error (Unsupported) naming `where` for anything else.
@@ -35,7 +50,7 @@ class FeedForward {
 public:
     FeedForward() = default;
     FeedForward(Linear wi, Linear wo, Activation act);                  // plain
-    FeedForward(Linear wi_0, Linear wi_1, Linear wo, Activation act);   // gated
+    FeedForward(FusedLinear wi_gate, Linear wo, Activation act);        // gated: wi_0|wi_1 fused
     at::Tensor forward(const at::Tensor& x, const LoraHook* lora) const;
 
 private:

@@ -16,9 +16,19 @@ Linear::Linear(LinearSite site, at::Tensor weight, at::Tensor bias)
 }
 
 at::Tensor Linear::forward(const at::Tensor& x, const LoraHook* lora) const {
-    at::Tensor y = affine(x, weight_, bias_);
+    at::Tensor y = packed_ ? packed_->forward(x) : affine(x, weight_, bias_);
     if (lora) lora->add_delta(site_, x, y);
     return y;
+}
+
+void Linear::pack(ops::MatmulKind kind, const ops::CpuMatmul::RowsRead& rows_read) {
+    packed_ = std::make_shared<const ops::CpuMatmul>(weight_, bias_, kind, rows_read);
+    weight_ = at::Tensor();
+}
+
+void FusedLinear::pack(ops::MatmulKind kind) {
+    packed_ = std::make_shared<const ops::CpuMatmul>(weight_, bias_, kind);
+    weight_ = at::Tensor();
 }
 
 FusedLinear::FusedLinear(const std::vector<Linear>& parts) {
@@ -28,9 +38,11 @@ FusedLinear::FusedLinear(const std::vector<Linear>& parts) {
         sites_.push_back(part.site());
         offsets_.push_back(offset);
         offset += part.weight().size(0);
+        TORCH_CHECK(part.weight().defined(), "FusedLinear: part ", part.site().name, " is already packed");
         weights.push_back(part.weight());
         if (part.bias().defined()) biases.push_back(part.bias());
     }
+    out_features_ = offset;
     weight_ = at::cat(weights, 0).contiguous();
     if (!biases.empty()) {
         TORCH_CHECK(biases.size() == parts.size(), "FusedLinear: either all parts have a bias or none");
@@ -39,7 +51,7 @@ FusedLinear::FusedLinear(const std::vector<Linear>& parts) {
 }
 
 at::Tensor FusedLinear::forward(const at::Tensor& x, const LoraHook* lora) const {
-    at::Tensor y = affine(x, weight_, bias_);
+    at::Tensor y = packed_ ? packed_->forward(x) : affine(x, weight_, bias_);
     if (lora)
         for (size_t i = 0; i < sites_.size(); ++i)
             lora->add_delta(sites_[i], x, y.narrow(-1, offsets_[i], sites_[i].out_features));

@@ -3,8 +3,11 @@
 
 #include <ATen/ATen.h>
 
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "ops/cpu_matmul.h"
 
 namespace lorascope::models {
 
@@ -36,15 +39,22 @@ public:
     Linear(LinearSite site, at::Tensor weight, at::Tensor bias = {});
     at::Tensor forward(const at::Tensor& x, const LoraHook* lora = nullptr) const;
 
+    // Packs the weight for the CPU's matmul in `kind` (ops/cpu_matmul.h) and lets go of the
+    // unpacked one: weight() is undefined afterwards.
+    void pack(ops::MatmulKind kind, const ops::CpuMatmul::RowsRead& rows_read = {});
+
     const LinearSite& site() const { return site_; }
-    const at::Tensor& weight() const { return weight_; }
+    const at::Tensor& weight() const { return weight_; }  // undefined once packed
     const at::Tensor& bias() const { return bias_; }
-    bool defined() const { return weight_.defined(); }
+    const std::shared_ptr<const ops::CpuMatmul>& packed() const { return packed_; }
+    at::ScalarType input_dtype() const { return packed_ ? at::kFloat : weight_.scalar_type(); }
+    bool defined() const { return weight_.defined() || packed_; }
 
 private:
     LinearSite site_;
     at::Tensor weight_;  // [out, in]
     at::Tensor bias_;    // [out] or undefined
+    std::shared_ptr<const ops::CpuMatmul> packed_;
 };
 
 // Several modules that read the same input (q|k|v, wi_0|wi_1, BLOOM's query_key_value) computed
@@ -56,17 +66,20 @@ public:
     // Concatenates the parts' weights (and biases, all or none) along the output dimension.
     explicit FusedLinear(const std::vector<Linear>& parts);
     at::Tensor forward(const at::Tensor& x, const LoraHook* lora = nullptr) const;
+    void pack(ops::MatmulKind kind);  // as Linear::pack
 
     const std::vector<LinearSite>& sites() const { return sites_; }
     const std::vector<int64_t>& offsets() const { return offsets_; }
-    int64_t out_features() const { return weight_.size(0); }
-    bool defined() const { return weight_.defined(); }
+    int64_t out_features() const { return out_features_; }
+    bool defined() const { return weight_.defined() || packed_; }
 
 private:
     std::vector<LinearSite> sites_;
     std::vector<int64_t> offsets_;  // column where each part starts in the fused output
+    int64_t out_features_ = 0;
     at::Tensor weight_;
     at::Tensor bias_;
+    std::shared_ptr<const ops::CpuMatmul> packed_;
 };
 
 }  // namespace lorascope::models

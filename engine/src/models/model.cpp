@@ -119,10 +119,12 @@ std::unique_ptr<Model> load_model(const std::string& dir, const LoadOptions& opt
     weight_options.allow_pickle = options.allow_pickle;
     auto store = io::WeightStore::open(dir, config, weight_options);
     const auto tensor_options = at::TensorOptions().dtype(options.dtype).device(options.device);
+    std::optional<ops::MatmulKind> packing;
+    if (options.device.is_cpu()) packing = options.cpu_matmul;
     switch (config.family) {
-        case Family::T5: return Seq2SeqLM::load_t5(config, generation, store, tensor_options);
-        case Family::Bart: return Seq2SeqLM::load_bart(config, generation, store, tensor_options);
-        case Family::Bloom: return CausalLM::load_bloom(config, generation, store, tensor_options);
+        case Family::T5: return Seq2SeqLM::load_t5(config, generation, store, tensor_options, packing);
+        case Family::Bart: return Seq2SeqLM::load_bart(config, generation, store, tensor_options, packing);
+        case Family::Bloom: return CausalLM::load_bloom(config, generation, store, tensor_options, packing);
     }
     throw Error(ErrorKind::Unsupported, dir + "/config.json", "unknown model family");
 }

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,9 +18,13 @@
 namespace lorascope::models {
 
 struct LoadOptions {
-    at::ScalarType dtype = at::kFloat;
+    at::ScalarType dtype = at::kFloat;  // of the tensors, the activations and the KV cache
     at::Device device = at::kCPU;
     bool allow_pickle = false;
+    // CPU only: pack every linear (and the embeddings, where tied to the head or not float32) at
+    // load for oneDNN's matmul in this type (ops/cpu_matmul.h); none keeps ATen's path. dtype
+    // stays float32 with it: norms, softmax, attention and the residual stream run in float32.
+    std::optional<ops::MatmulKind> cpu_matmul;
 };
 
 // Token ids of several rows, right-padded: row b is valid in [0, lengths[b]).

@@ -18,8 +18,9 @@ std::string shape_text(at::IntArrayRef shape) {
 
 }  // namespace
 
-ModuleBuilder::ModuleBuilder(std::shared_ptr<io::WeightStore> store, std::vector<LinearSite>& sites)
-    : store_(std::move(store)), sites_(sites) {}
+ModuleBuilder::ModuleBuilder(std::shared_ptr<io::WeightStore> store, std::vector<LinearSite>& sites,
+                             std::optional<ops::MatmulKind> packing)
+    : store_(std::move(store)), sites_(sites), packing_(packing) {}
 
 std::optional<at::Tensor> ModuleBuilder::optional_tensor(const std::string& name,
                                                          const std::vector<int64_t>& shape) const {
@@ -38,6 +39,38 @@ at::Tensor ModuleBuilder::tensor(const std::string& name, const std::vector<int6
 }
 
 Linear ModuleBuilder::linear(const std::string& module, int64_t in, int64_t out, bool bias) {
+    Linear layer = part(module, in, out, bias);
+    if (!packing_) return layer;
+    const std::string name = module + ".weight";
+    layer.pack(*packing_, [&](int64_t begin, int64_t end) { store_->release_rows(name, begin, end); });
+    packed_by_source_[store_->source_id(name)] = layer.packed();
+    store_->release(name);
+    return layer;
+}
+
+FusedLinear ModuleBuilder::fused(const std::vector<Linear>& parts) {
+    FusedLinear layer(parts);
+    if (!packing_) return layer;
+    layer.pack(*packing_);
+    for (const auto& part : parts) store_->release(part.site().name + ".weight");
+    return layer;
+}
+
+Embedding ModuleBuilder::embedding(const std::string& name, int64_t vocab, int64_t width) {
+    auto tied = packed_by_source_.find(store_->source_id(name));
+    if (tied != packed_by_source_.end()) return Embedding(tied->second);
+    at::Tensor table = tensor(name, {vocab, width});
+    if (packing_ && *packing_ != ops::MatmulKind::Float32) {
+        Embedding e(std::make_shared<const ops::CpuMatmul>(
+            table, at::Tensor(), *packing_, [&](int64_t begin, int64_t end) { store_->release_rows(name, begin, end); }));
+        table = at::Tensor();
+        store_->release(name);
+        return e;
+    }
+    return Embedding(table);
+}
+
+Linear ModuleBuilder::part(const std::string& module, int64_t in, int64_t out, bool bias) {
     LinearSite site;
     site.name = module;
     site.id = static_cast<int>(sites_.size());

@@ -16,7 +16,7 @@ std::string layer_path(const std::string& stack, int64_t i) { return stack + "."
 FeedForward t5_ffn(ModuleBuilder& b, const std::string& p, const T5Config& c) {
     const Activation act = parse_activation(c.dense_act_fn, b.store().directory() + "/config.json");
     if (c.is_gated_act)
-        return FeedForward(b.linear(p + ".wi_0", c.d_model, c.d_ff, false), b.linear(p + ".wi_1", c.d_model, c.d_ff, false),
+        return FeedForward(b.fused({b.part(p + ".wi_0", c.d_model, c.d_ff, false), b.part(p + ".wi_1", c.d_model, c.d_ff, false)}),
                            b.linear(p + ".wo", c.d_ff, c.d_model, false), act);
     return FeedForward(b.linear(p + ".wi", c.d_model, c.d_ff, false), b.linear(p + ".wo", c.d_ff, c.d_model, false), act);
 }
@@ -24,22 +24,24 @@ FeedForward t5_ffn(ModuleBuilder& b, const std::string& p, const T5Config& c) {
 SelfAttention fused_self_attention(ModuleBuilder& b, const std::string& p, AttentionShape shape, int64_t d,
                                    const char* q, const char* k, const char* v, const char* o, bool bias) {
     const int64_t inner = shape.heads * shape.head_dim;
-    FusedLinear qkv({b.linear(p + "." + q, d, inner, bias), b.linear(p + "." + k, d, inner, bias),
-                     b.linear(p + "." + v, d, inner, bias)});
+    FusedLinear qkv = b.fused({b.part(p + "." + q, d, inner, bias), b.part(p + "." + k, d, inner, bias),
+                               b.part(p + "." + v, d, inner, bias)});
     return SelfAttention(shape, std::move(qkv), b.linear(p + "." + o, inner, d, bias));
 }
 
 CrossAttention cross_attention(ModuleBuilder& b, const std::string& p, AttentionShape shape, int64_t d,
                                const char* q, const char* k, const char* v, const char* o, bool bias) {
     const int64_t inner = shape.heads * shape.head_dim;
-    return CrossAttention(shape, b.linear(p + "." + q, d, inner, bias), b.linear(p + "." + k, d, inner, bias),
-                          b.linear(p + "." + v, d, inner, bias), b.linear(p + "." + o, inner, d, bias));
+    return CrossAttention(shape, b.linear(p + "." + q, d, inner, bias),
+                          b.fused({b.part(p + "." + k, d, inner, bias), b.part(p + "." + v, d, inner, bias)}),
+                          b.linear(p + "." + o, inner, d, bias));
 }
 
 }  // namespace
 
 std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_t5(const ModelConfig& config, const GenerationConfig& generation,
-                                              std::shared_ptr<io::WeightStore> store, at::TensorOptions options) {
+                                              std::shared_ptr<io::WeightStore> store, at::TensorOptions options,
+                                              std::optional<ops::MatmulKind> packing) {
     const T5Config& c = config.t5();
     std::unique_ptr<Seq2SeqLM> m(new Seq2SeqLM());
     m->init_common(config, generation, options, store->directory(), c.vocab_size);
@@ -50,8 +52,7 @@ std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_t5(const ModelConfig& config, const G
     m->buckets_ = c.relative_attention_num_buckets;
     m->max_distance_ = c.relative_attention_max_distance;
     m->cache_shape_ = CacheShape{c.num_decoder_layers, c.num_heads, c.d_kv};
-    ModuleBuilder b(store, m->sites_);
-    m->shared_ = b.tensor("shared.weight", {c.vocab_size, c.d_model});
+    ModuleBuilder b(store, m->sites_, packing);
     const AttentionShape shape{c.num_heads, c.d_kv, 1.0, 1.0};
     const double eps = c.layer_norm_epsilon;
     m->encoder_relative_bias_ = b.tensor("encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
@@ -86,13 +87,15 @@ std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_t5(const ModelConfig& config, const G
     }
     m->decoder_final_norm_ = b.rms_norm("decoder.final_layer_norm", c.d_model, eps);
     m->lm_head_ = b.linear("lm_head", c.d_model, c.vocab_size, false);
+    m->shared_ = b.embedding("shared.weight", c.vocab_size, c.d_model);  // after the head: tied weights are held once
     const bool scale = c.scale_decoder_outputs.value_or(c.tie_word_embeddings);
     m->output_scale_ = scale ? std::pow(static_cast<double>(c.d_model), -0.5) : 1.0;
     return m;
 }
 
 std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_bart(const ModelConfig& config, const GenerationConfig& generation,
-                                                std::shared_ptr<io::WeightStore> store, at::TensorOptions options) {
+                                                std::shared_ptr<io::WeightStore> store, at::TensorOptions options,
+                                              std::optional<ops::MatmulKind> packing) {
     const BartConfig& c = config.bart();
     std::unique_ptr<Seq2SeqLM> m(new Seq2SeqLM());
     m->init_common(config, generation, options, store->directory(), c.vocab_size);
@@ -113,8 +116,7 @@ std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_bart(const ModelConfig& config, const
                                        std::pow(static_cast<double>(encoder_head_dim), -0.5)};
     m->embed_scale_ = c.scale_embedding ? std::sqrt(static_cast<double>(c.d_model)) : 1.0;
     const Activation act = parse_activation(c.activation_function, where);
-    ModuleBuilder b(store, m->sites_);
-    m->shared_ = b.tensor("model.shared.weight", {c.vocab_size, c.d_model});
+    ModuleBuilder b(store, m->sites_, packing);
     m->encoder_positions_ = b.tensor("model.encoder.embed_positions.weight", {c.max_position_embeddings + 2, c.d_model});
     m->decoder_positions_ = b.tensor("model.decoder.embed_positions.weight", {c.max_position_embeddings + 2, c.d_model});
     m->encoder_embed_norm_ = b.layer_norm("model.encoder.layernorm_embedding", c.d_model, 1e-5);
@@ -147,12 +149,13 @@ std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_bart(const ModelConfig& config, const
         m->decoder_.push_back(std::move(blk));
     }
     m->lm_head_ = b.linear("lm_head", c.d_model, c.vocab_size, false);
+    m->shared_ = b.embedding("model.shared.weight", c.vocab_size, c.d_model);  // after the head: tied weights are held once
     if (auto bias = b.optional_tensor("final_logits_bias", {1, c.vocab_size})) m->final_logits_bias_ = bias->view({-1});
     return m;
 }
 
 at::Tensor Seq2SeqLM::embed(const at::Tensor& ids, const at::Tensor& positions, bool decoder) const {
-    at::Tensor h = at::embedding(shared_, ids);
+    at::Tensor h = shared_.forward(ids);
     if (t5_) return h;
     if (embed_scale_ != 1.0) h = h * embed_scale_;
     // BART's learned positions start at offset 2 (fairseq's padding_idx + 1).

@@ -13,9 +13,11 @@ namespace lorascope::models {
 class Seq2SeqLM : public Model {
 public:
     static std::unique_ptr<Seq2SeqLM> load_t5(const ModelConfig& config, const GenerationConfig& generation,
-                                              std::shared_ptr<io::WeightStore> store, at::TensorOptions options);
+                                              std::shared_ptr<io::WeightStore> store, at::TensorOptions options,
+                                              std::optional<ops::MatmulKind> packing = std::nullopt);
     static std::unique_ptr<Seq2SeqLM> load_bart(const ModelConfig& config, const GenerationConfig& generation,
-                                                std::shared_ptr<io::WeightStore> store, at::TensorOptions options);
+                                                std::shared_ptr<io::WeightStore> store, at::TensorOptions options,
+                                              std::optional<ops::MatmulKind> packing = std::nullopt);
 
     DecodeState start(const TokenBatch& prompts, const LoraHook* lora = nullptr,
                       std::shared_ptr<KvPool> pool = nullptr) const override;
@@ -35,7 +37,7 @@ private:
     bool t5_ = false;
     int64_t d_model_ = 0;
     int64_t heads_ = 0, head_dim_ = 0;
-    at::Tensor shared_;                 // [V, d]
+    Embedding shared_;                  // [V, d]
     double embed_scale_ = 1.0;          // BART scale_embedding
     // BART: learned positions (offset 2) and a LayerNorm right after the embeddings.
     at::Tensor encoder_positions_, decoder_positions_;

@@ -6,7 +6,6 @@
 #include <cstring>
 
 namespace lorascope::io {
-namespace {
 
 // Gives the page cache back for a converted tensor's source bytes: only whole pages strictly
 // inside the tensor's range, which no other tensor (and so no zero-copy view) shares.
@@ -16,8 +15,6 @@ void release_source_pages(uint8_t* begin, size_t nbytes) {
     const uintptr_t hi = (reinterpret_cast<uintptr_t>(begin) + nbytes) & ~(page - 1);
     if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
-
-}  // namespace
 
 at::ScalarType scalar_type_of(DType dtype) {
     switch (dtype) {

@@ -16,6 +16,10 @@ at::ScalarType scalar_type_of(DType dtype);
 // release_source: after a conversion, hand the source pages back to the kernel (MADV_DONTNEED) so
 // that peak memory stays near the converted size. Only safe when no zero-copy view of the same
 // tensor from this mapping exists (a view written to would lose its private copy).
+// Hands the pages strictly inside [begin, begin + nbytes) of a mapping back to the kernel
+// (MADV_DONTNEED): they leave this process's RSS and are read from the file again if touched.
+void release_source_pages(uint8_t* begin, size_t nbytes);
+
 at::Tensor tensor_from_safetensors(const SafetensorsFile& file, const TensorInfo& info,
                                    at::ScalarType floating_dtype, at::Device device,
                                    bool* zero_copy = nullptr, bool release_source = false);

@@ -107,6 +107,27 @@ public:
         return t;
     }
 
+    const void* source_id(const std::string& name) const override { return resolve(name); }
+
+    void release(const std::string& name) override {
+        const SafetensorsCheckpoint::Entry* entry = resolve(name);
+        if (!entry) return;
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (converted_.erase(entry->info)) return;  // the converted copy's source was released already
+        uint8_t* bytes = entry->file->data(*entry->info);
+        release_source_pages(bytes, entry->info->nbytes());
+    }
+
+    void release_rows(const std::string& name, int64_t begin, int64_t end) override {
+        const SafetensorsCheckpoint::Entry* entry = resolve(name);
+        if (!entry || entry->info->shape.empty() || entry->info->shape[0] == 0) return;
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (converted_.count(entry->info)) return;
+        const size_t row_bytes = entry->info->nbytes() / static_cast<size_t>(entry->info->shape[0]);
+        uint8_t* bytes = entry->file->data(*entry->info);
+        release_source_pages(bytes + static_cast<size_t>(begin) * row_bytes, static_cast<size_t>(end - begin) * row_bytes);
+    }
+
     std::vector<std::string> file_tensor_names() const override { return ckpt_->names(); }
     int64_t file_bytes() const override { return static_cast<int64_t>(ckpt_->file_bytes()); }
     const std::string& directory() const override { return dir_; }

@@ -40,6 +40,15 @@ public:
     virtual at::Tensor get(const std::string& name) const = 0;
     virtual std::optional<at::Tensor> get_optional(const std::string& name) const = 0;
 
+    // Identity of the stored tensor `name` resolves to, the same for tied names (nullptr if absent).
+    virtual const void* source_id(const std::string& name) const = 0;
+    // For a model that has copied `name` into a form of its own (packed, quantized) and reads no
+    // view of it any more: drops the store's converted copy, or hands the mapped pages back to the
+    // kernel, so that load holds about one copy of the weights. A later get() reads the file again.
+    virtual void release(const std::string& name) = 0;
+    // The same for rows [begin, end) of a memory-mapped tensor as they are consumed; nothing for a
+    // converted copy (that goes with release()).
+    virtual void release_rows(const std::string& name, int64_t begin, int64_t end) = 0;
     virtual std::vector<std::string> file_tensor_names() const = 0;  // as stored, all shards
     virtual int64_t file_bytes() const = 0;                          // sum of shard sizes
     virtual const std::string& directory() const = 0;

@@ -1,0 +1,221 @@
+#include "ops/quantize.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define LORASCOPE_X86 1
+#else
+#define LORASCOPE_X86 0
+#endif
+
+namespace lorascope::ops {
+
+namespace {
+
+// Work below this many elements runs on the calling thread: a parallel region costs ~5 us here,
+// more than a decode step's 32 x 512 quantization.
+constexpr int64_t kParallelElements = 1 << 16;
+
+template <typename F>
+void for_rows(int64_t rows, int64_t cols, const F& body) {
+    if (rows * cols < kParallelElements || rows < 2) {
+        body(0, rows);
+        return;
+    }
+    const int64_t grain = std::max<int64_t>(1, kParallelElements / std::max<int64_t>(cols, 1));
+    at::parallel_for(0, rows, grain, body);
+}
+
+// Splits a long single row into column ranges instead (the LM head's epilogue for one row).
+template <typename F>
+void for_cols(int64_t cols, const F& body) {
+    if (cols < 4 * kParallelElements) {
+        body(0, cols);
+        return;
+    }
+    at::parallel_for(0, cols, kParallelElements, body);
+}
+
+float row_absmax_scalar(const float* x, int64_t n) {
+    float m = 0.0f;
+    for (int64_t k = 0; k < n; ++k) m = std::max(m, std::fabs(x[k]));
+    return m;
+}
+
+inline int32_t round_even(float v) { return static_cast<int32_t>(std::nearbyint(v)); }
+
+uint16_t bf16_round(float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu)) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    return static_cast<uint16_t>(bits >> 16);
+}
+
+#if LORASCOPE_X86
+__attribute__((target("avx512f,avx512bw,avx512vl"))) float row_absmax_avx512(const float* x, int64_t n) {
+    __m512 m = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 16 <= n; k += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(x + k)));
+    if (k < n) {
+        const __mmask16 tail = static_cast<__mmask16>((1u << (n - k)) - 1u);
+        m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_maskz_loadu_ps(tail, x + k)));
+    }
+    return _mm512_reduce_max_ps(m);
+}
+
+// q = clamp(round(x * inv), lo, hi) + shift, stored as bytes.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void quantize_row_avx512(const float* x, int64_t n, float inv, int lo,
+                                                                    int hi, int shift, uint8_t* out) {
+    const __m512 vinv = _mm512_set1_ps(inv);
+    const __m512i vlo = _mm512_set1_epi32(lo), vhi = _mm512_set1_epi32(hi), vshift = _mm512_set1_epi32(shift);
+    int64_t k = 0;
+    for (; k < n; k += 16) {
+        const int64_t left = n - k;
+        const __mmask16 mask = left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1u);
+        __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(mask, x + k), vinv));  // half to even
+        q = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(q, vlo), vhi), vshift);
+        _mm_mask_storeu_epi8(out + k, mask, _mm512_cvtepi32_epi8(q));
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void dequantize_row_avx512(const int32_t* acc, int64_t n,
+                                                                      const int32_t* comp, float row_scale,
+                                                                      const float* col_scale, const float* bias,
+                                                                      float* y) {
+    const __m512 rs = _mm512_set1_ps(row_scale);
+    for (int64_t j = 0; j < n; j += 16) {
+        const int64_t left = n - j;
+        const __mmask16 m = left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1u);
+        const __m512i a = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(m, acc + j), _mm512_maskz_loadu_epi32(m, comp + j));
+        const __m512 s = _mm512_mul_ps(rs, _mm512_maskz_loadu_ps(m, col_scale + j));
+        const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias + j) : _mm512_setzero_ps();
+        _mm512_mask_storeu_ps(y + j, m, _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), s, b));
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void bf16_row_avx512(const float* x, int64_t n,
+                                                                            uint16_t* out) {
+    for (int64_t k = 0; k < n; k += 16) {
+        const int64_t left = n - k;
+        const __mmask16 m = left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1u);
+        const __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + k));
+        __m256i bits;
+        std::memcpy(&bits, &h, sizeof bits);
+        _mm256_mask_storeu_epi16(out + k, m, bits);
+    }
+}
+#endif
+
+void quantize_rows(const float* x, int64_t rows, int64_t cols, int64_t ldx, uint8_t* out, float* scales,
+                   int shift) {
+    const bool vec = cpu_has_avx512();
+    const int lo = -127, hi = 127;
+    for_rows(rows, cols, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            const float* row = x + i * ldx;
+            uint8_t* q = out + i * cols;
+#if LORASCOPE_X86
+            const float absmax = vec ? row_absmax_avx512(row, cols) : row_absmax_scalar(row, cols);
+#else
+            const float absmax = row_absmax_scalar(row, cols);
+#endif
+            const float scale = absmax > 0.0f ? absmax / 127.0f : 1.0f;
+            const float inv = absmax > 0.0f ? 127.0f / absmax : 0.0f;
+            scales[i] = scale;
+#if LORASCOPE_X86
+            if (vec) {
+                quantize_row_avx512(row, cols, inv, lo, hi, shift, q);
+                continue;
+            }
+#endif
+            for (int64_t k = 0; k < cols; ++k)
+                q[k] = static_cast<uint8_t>(std::clamp(round_even(row[k] * inv), lo, hi) + shift);
+        }
+    });
+}
+
+}  // namespace
+
+bool cpu_has_avx512() {
+#if LORASCOPE_X86
+    static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    return yes;
+#else
+    return false;
+#endif
+}
+
+bool cpu_has_int8_dot() {
+#if LORASCOPE_X86
+    static const bool yes = __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+    return yes;
+#else
+    return false;
+#endif
+}
+
+bool cpu_has_bf16_dot() {
+#if LORASCOPE_X86
+    static const bool yes = __builtin_cpu_supports("avx512bf16");
+    return yes;
+#else
+    return false;
+#endif
+}
+
+void quantize_rows_u8(const float* x, int64_t rows, int64_t cols, int64_t ldx, uint8_t* out, float* scales) {
+    quantize_rows(x, rows, cols, ldx, out, scales, 128);
+}
+
+void quantize_rows_s8(const float* x, int64_t rows, int64_t cols, int64_t ldx, int8_t* out, float* scales) {
+    // Two's complement: the low byte of a value in [-127, 127] is its int8 form.
+    quantize_rows(x, rows, cols, ldx, reinterpret_cast<uint8_t*>(out), scales, 0);
+}
+
+void dequantize_s32(const int32_t* acc, int64_t rows, int64_t cols, const int32_t* comp, const float* row_scale,
+                    const float* col_scale, const float* bias, float* y) {
+    const bool vec = cpu_has_avx512();
+    auto row = [&](int64_t i, int64_t j0, int64_t j1) {
+        const int32_t* a = acc + i * cols;
+        float* out = y + i * cols;
+#if LORASCOPE_X86
+        if (vec) {
+            dequantize_row_avx512(a + j0, j1 - j0, comp + j0, row_scale[i], col_scale + j0, bias ? bias + j0 : nullptr,
+                                  out + j0);
+            return;
+        }
+#endif
+        for (int64_t j = j0; j < j1; ++j)
+            out[j] = std::fma(static_cast<float>(a[j] - comp[j]), row_scale[i] * col_scale[j], bias ? bias[j] : 0.0f);
+    };
+    if (rows == 1) {
+        for_cols(cols, [&](int64_t j0, int64_t j1) { row(0, j0, j1); });
+        return;
+    }
+    for_rows(rows, cols, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) row(i, 0, cols);
+    });
+}
+
+void to_bf16_rows(const float* x, int64_t rows, int64_t cols, int64_t ldx, uint16_t* out) {
+    const bool vec = cpu_has_avx512() && cpu_has_bf16_dot();
+    for_rows(rows, cols, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+#if LORASCOPE_X86
+            if (vec) {
+                bf16_row_avx512(x + i * ldx, cols, out + i * cols);
+                continue;
+            }
+#endif
+            for (int64_t k = 0; k < cols; ++k) out[i * cols + k] = bf16_round(x[i * ldx + k]);
+        }
+    });
+}
+
+}  // namespace lorascope::ops
