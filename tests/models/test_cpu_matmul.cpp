@@ -16,7 +16,15 @@ using ops::MatmulKind;
 
 namespace {
 
-// Reference per-row symmetric int8 quantization: (q as float, scale [rows, 1]).
+// Reference asymmetric per-row quantization of activations: (q as float in [0, 255], scale, min).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_asym_ref(const at::Tensor& x) {
+    at::Tensor mn = x.amin(1, /*keepdim=*/true), range = x.amax(1, true) - mn;
+    at::Tensor scale = at::where(range > 0, range / 255.0, at::ones_like(range));
+    at::Tensor inv = at::where(range > 0, 255.0 / range, at::zeros_like(range));
+    return {at::round((x - mn) * inv).clamp(0, 255), scale, mn};
+}
+
+// Reference per-row symmetric int8 quantization of weights: (q as float, scale [rows, 1]).
 std::pair<at::Tensor, at::Tensor> quantize_ref(const at::Tensor& x) {
     at::Tensor absmax = x.abs().amax(1, /*keepdim=*/true);
     at::Tensor scale = at::where(absmax > 0, absmax / 127.0, at::ones_like(absmax));
@@ -101,12 +109,13 @@ private Q_SLOTS:
             at::Tensor x = random_input(s.M, s.K, 3), w = at::randn({s.N, s.K}), b = at::randn({s.N});
             ops::CpuMatmul mm(w, b, MatmulKind::Int8);
             at::Tensor got = mm.forward(x);
-            auto [qx, sx] = quantize_ref(x);
+            auto [qx, sx, mx] = quantize_asym_ref(x);
             auto [qw, sw] = quantize_ref(w);
-            // Integer sums are exact in double; the result differs only by float32 rescaling.
-            at::Tensor acc = at::matmul(qx.to(at::kDouble), qw.to(at::kDouble).t());
-            at::Tensor want = (acc * sx.to(at::kDouble) * sw.t().to(at::kDouble) + b.to(at::kDouble)).to(at::kFloat);
-            QVERIFY2(rows_close(got, want, 1e-6), qPrintable(QString("N=%1").arg(s.N)));
+            // The dequantized operands' product, in double: (q_x s_x + min) . (q_w s_w).
+            at::Tensor xd = qx.to(at::kDouble) * sx.to(at::kDouble) + mx.to(at::kDouble);
+            at::Tensor wd = qw.to(at::kDouble) * sw.to(at::kDouble);
+            at::Tensor want = (at::matmul(xd, wd.t()) + b.to(at::kDouble)).to(at::kFloat);
+            QVERIFY2(rows_close(got, want, 1e-5), qPrintable(QString("N=%1").arg(s.N)));
             // And what the scheme costs against float32 on random Gaussian operands.
             // Each element's error against |x_i| |w_j|, the scale of a dot product's rounding: a
             // single element's relative error is unbounded where the product cancels.
@@ -146,17 +155,25 @@ private Q_SLOTS:
     }
 
     void quantize_rounds_half_to_even_like_aten() {
-        // Values whose scaled form is exactly k + 0.5 (row max 127 makes the scale 1).
-        const std::vector<float> row = {127.0f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -126.5f, 3.49f, 0.0f, 100.25f,
-                                        -127.0f, 7.5f, 8.5f, 9.5f, 10.5f, 11.5f, 12.5f};  // 17: a vector and a tail
+        // Row [0, 255] makes the scale 1 and the offset 0, so k + 0.5 lands exactly halfway.
+        const std::vector<float> row = {0.0f, 255.0f, 0.5f, 1.5f, 2.5f, 126.5f, 3.49f, 100.25f,
+                                        7.5f, 8.5f, 9.5f, 10.5f, 11.5f, 12.5f, 254.5f, 13.0f, 200.5f};  // 17: a vector and a tail
         std::vector<uint8_t> q(row.size());
-        float scale = 0;
+        float scale = 0, mn = -1;
         ops::quantize_rows_u8(row.data(), 1, static_cast<int64_t>(row.size()), static_cast<int64_t>(row.size()),
-                              q.data(), &scale);
+                              q.data(), &scale, &mn);
         QCOMPARE(scale, 1.0f);
-        auto [want, _] = quantize_ref(at::tensor(row).view({1, -1}));
+        QCOMPARE(mn, 0.0f);
+        auto [want, s, m] = quantize_asym_ref(at::tensor(row).view({1, -1}));
         for (size_t k = 0; k < row.size(); ++k)
-            QCOMPARE(static_cast<int>(q[k]) - 128, static_cast<int>(want[0][static_cast<int64_t>(k)].item<float>()));
+            QCOMPARE(static_cast<int>(q[k]), static_cast<int>(want[0][static_cast<int64_t>(k)].item<float>()));
+        // A constant row: scale 1, every code 0, the value carried by the minimum.
+        const std::vector<float> flat(20, -3.25f);
+        q.resize(flat.size());
+        ops::quantize_rows_u8(flat.data(), 1, 20, 20, q.data(), &scale, &mn);
+        QCOMPARE(scale, 1.0f);
+        QCOMPARE(mn, -3.25f);
+        QCOMPARE(static_cast<int>(q[0]), 0);
     }
 
     void bf16_conversion_rounds_to_nearest_even_like_aten() {

@@ -88,7 +88,7 @@ struct CpuMatmul::Impl {
     at::Tensor packed;       // bytes of the packed weight
     at::Tensor bias;         // [N] float32 or undefined
     at::Tensor col_scale;    // int8: [N]
-    at::Tensor compensation; // int8: [N] int32, 128 * sum_k W_q[n, k]
+    at::Tensor col_offset;   // int8: [N] col_scale[n] * sum_k W_q[n, k] (dequantize_s32)
     std::vector<int64_t> k_offset;  // blocked offset of each k (rows())
 
     mutable std::mutex mutex;
@@ -137,7 +137,7 @@ CpuMatmul::CpuMatmul(const at::Tensor& weight, const at::Tensor& bias, MatmulKin
         m.weight_type = dt::s8;
         m.dst_type = dt::s32;
         m.col_scale = at::empty({m.N}, at::kFloat);
-        m.compensation = at::empty({m.N}, at::kInt);
+        m.col_offset = at::empty({m.N}, at::kFloat);
     }
     m.weights_md = m.describe(32).weights_desc();
     m.packed = at::zeros({static_cast<int64_t>(m.weights_md.get_size())}, at::kByte);  // padding must be zero
@@ -160,11 +160,12 @@ CpuMatmul::CpuMatmul(const at::Tensor& weight, const at::Tensor& bias, MatmulKin
             quantize_rows_s8(w.data_ptr<float>(), c, m.K, m.K, plain.data_ptr<int8_t>(),
                              m.col_scale.data_ptr<float>() + n0);
             const int8_t* q = plain.data_ptr<int8_t>();
-            int32_t* comp = m.compensation.data_ptr<int32_t>() + n0;
+            const float* scale = m.col_scale.data_ptr<float>() + n0;
+            float* offset = m.col_offset.data_ptr<float>() + n0;
             for (int64_t j = 0; j < c; ++j) {
                 int32_t sum = 0;
                 for (int64_t k = 0; k < m.K; ++k) sum += q[j * m.K + k];
-                comp[j] = 128 * sum;
+                offset[j] = static_cast<float>(sum) * scale[j];
             }
         }
         dnnl::memory src({{m.K, c}, m.weight_type, tag::ba}, eng, plain.data_ptr());
@@ -193,7 +194,7 @@ int64_t CpuMatmul::out_features() const { return impl_->N; }
 int64_t CpuMatmul::bytes() const {
     const Impl& m = *impl_;
     int64_t n = m.packed.nbytes();
-    if (m.col_scale.defined()) n += m.col_scale.nbytes() + m.compensation.nbytes();
+    if (m.col_scale.defined()) n += m.col_scale.nbytes() + m.col_offset.nbytes();
     return n;
 }
 
@@ -212,12 +213,14 @@ at::Tensor CpuMatmul::forward(const at::Tensor& x) const {
 
     auto& eng = runtime().engine;
     const std::shared_ptr<const dnnl::matmul> prim = m.primitive(M);
-    at::Tensor src_buffer, row_scale;
+    at::Tensor src_buffer, row_scale, row_min;
     void* src_ptr = x2.data_ptr();
     if (m.kind == MatmulKind::Int8) {
         src_buffer = at::empty({M, m.K}, at::kByte);
         row_scale = at::empty({M}, at::kFloat);
-        quantize_rows_u8(x2.data_ptr<float>(), M, m.K, m.K, src_buffer.data_ptr<uint8_t>(), row_scale.data_ptr<float>());
+        row_min = at::empty({M}, at::kFloat);
+        quantize_rows_u8(x2.data_ptr<float>(), M, m.K, m.K, src_buffer.data_ptr<uint8_t>(), row_scale.data_ptr<float>(),
+                         row_min.data_ptr<float>());
         src_ptr = src_buffer.data_ptr();
     } else if (m.kind == MatmulKind::Bfloat16) {
         src_buffer = at::empty({M, m.K}, at::kShort);
@@ -234,8 +237,8 @@ at::Tensor CpuMatmul::forward(const at::Tensor& x) const {
     prim->execute(stream, args);
     stream.wait();
     if (m.kind == MatmulKind::Int8)
-        dequantize_s32(reinterpret_cast<const int32_t*>(y.data_ptr<float>()), M, m.N, m.compensation.data_ptr<int32_t>(),
-                       row_scale.data_ptr<float>(), m.col_scale.data_ptr<float>(),
+        dequantize_s32(reinterpret_cast<const int32_t*>(y.data_ptr<float>()), M, m.N, row_scale.data_ptr<float>(),
+                       row_min.data_ptr<float>(), m.col_scale.data_ptr<float>(), m.col_offset.data_ptr<float>(),
                        m.bias.defined() ? m.bias.data_ptr<float>() : nullptr, y.data_ptr<float>());
     return y;
 }

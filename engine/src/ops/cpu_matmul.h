@@ -8,9 +8,11 @@
 // oneDNN 2.6.3; docs/benchmarks.md has the model-level figures).
 //
 // int8 follows CTranslate2's scheme: weights quantized symmetrically per output channel, the
-// activations per row at every call, products summed in int32 and rescaled to float32. The
-// activations go in as unsigned bytes shifted by 128 (the form VNNI multiplies) and the shift is
-// taken back out with a per-column compensation computed once from the weight.
+// activations per row at every call, products summed in int32 and rescaled to float32. Unlike
+// CTranslate2, the activations are quantized asymmetrically (min to max in 255 steps, the
+// unsigned operand VNNI multiplies), which keeps twice the resolution for one-sided activations
+// (ops/quantize.h has the measurement); the offset is taken back out with a per-column sum of the
+// quantized weight computed once.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -53,7 +55,7 @@ public:
     MatmulKind kind() const;
     int64_t in_features() const;
     int64_t out_features() const;
-    int64_t bytes() const;  // packed weight, scales and compensation
+    int64_t bytes() const;  // packed weight, scales and column offsets
 
 private:
     struct Impl;
