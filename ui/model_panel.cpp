@@ -1,6 +1,7 @@
 #include "model_panel.h"
 
 #include <QComboBox>
+#include <QStandardItemModel>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
@@ -105,14 +106,22 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent), elapsed_(std::make_un
     device_->addItems({QStringLiteral("cpu"), QStringLiteral("cuda"), QStringLiteral("cuda:1")});
     device_->setAccessibleName(tr("Device"));
     dtype_ = new QComboBox(this);
-    dtype_->addItems({QStringLiteral("float32"), QStringLiteral("bfloat16"), QStringLiteral("float16")});
+    dtype_->addItems({QStringLiteral("float32"), QStringLiteral("bfloat16"), QStringLiteral("int8"),
+                      QStringLiteral("float16")});
+    dtype_->setItemData(3, tr("the whole model in float16: for CUDA (on the CPU it runs through ATen, slowly)"),
+                        Qt::ToolTipRole);
     dtype_->setAccessibleName(tr("Data type"));
+    dtype_note_ = new QLabel(this);
+    dtype_note_->setWordWrap(true);
+    dtype_note_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    connect(dtype_, &QComboBox::currentTextChanged, this, [this] { updateDtypeNote(); });
     threads_ = new QSpinBox(this);
     threads_->setRange(0, 256);
     threads_->setSpecialValueText(tr("all cores (%1)").arg(QThread::idealThreadCount()));
     threads_->setAccessibleName(tr("Compute threads"));
     form->addRow(tr("Device"), device_);
     form->addRow(tr("Dtype"), dtype_);
+    form->addRow(QString(), dtype_note_);
     form->addRow(tr("Threads"), threads_);
     token_ = new QLineEdit(this);
     token_->setEchoMode(QLineEdit::Password);
@@ -181,6 +190,25 @@ void ModelPanel::setRecentModels(const QStringList& dirs) {
 void ModelPanel::setDevice(const QString& device) {
     if (!device.isEmpty()) device_->setCurrentText(device);
 }
+void ModelPanel::setComputeTypes(const std::vector<ComputeType>& types, const QString& int8_note) {
+    int8_note_ = int8_note;
+    auto* items = qobject_cast<QStandardItemModel*>(dtype_->model());
+    for (const ComputeType& t : types) {
+        const int i = dtype_->findText(QString::fromStdString(t.name));
+        if (i < 0) continue;
+        dtype_->setItemData(i, QString::fromStdString(t.detail), Qt::ToolTipRole);
+        if (items && items->item(i)) items->item(i)->setEnabled(t.available);
+    }
+    updateDtypeNote();
+}
+
+void ModelPanel::updateDtypeNote() {
+    const QString tip = dtype_->currentData(Qt::ToolTipRole).toString();
+    const bool int8 = dtype_->currentText() == QLatin1String("int8");
+    dtype_note_->setText(int8 && !int8_note_.isEmpty() ? tip + QStringLiteral(". ") + int8_note_ : tip);
+    dtype_note_->setVisible(!dtype_note_->text().isEmpty());
+}
+
 void ModelPanel::setDtype(const QString& dtype) { if (!dtype.isEmpty()) dtype_->setCurrentText(dtype); }
 void ModelPanel::setThreads(int threads) { threads_->setValue(threads); }
 QString ModelPanel::apiToken() const { return token_->text(); }

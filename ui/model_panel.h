@@ -6,6 +6,7 @@
 #include <QWidget>
 
 #include "lorascope/engine.h"
+#include "lorascope/runtime.h"
 
 class QComboBox;
 class QLabel;
@@ -31,10 +32,15 @@ public:
     void setRecentModels(const QStringList& dirs);
     void setDevice(const QString& device);
     void setDtype(const QString& dtype);
+    // What each CPU dtype computes on this machine (lorascope::cpu_compute_types(), given by the
+    // application, which links the engine): tooltips, unavailable ones disabled, and a line under
+    // the selector for the chosen one, with what int8 costs in accuracy.
+    void setComputeTypes(const std::vector<ComputeType>& types, const QString& int8_note);
     void setThreads(int threads);
     // The API token for a server location (http://..., openai+http://...); never stored.
     QString apiToken() const;
 
+    void updateDtypeNote();
     void setLoading(bool loading, const QString& dir = {});
     void showSummary(const QString& dir, const ModelConfig& model, const GenerationConfig& generation);
     void showMessage(const QString& text);
@@ -52,6 +58,8 @@ private:
     QComboBox* dir_ = nullptr;
     QComboBox* device_ = nullptr;
     QComboBox* dtype_ = nullptr;
+    QLabel* dtype_note_ = nullptr;
+    QString int8_note_;
     QSpinBox* threads_ = nullptr;
     QLineEdit* token_ = nullptr;
     QPushButton *browse_ = nullptr, *hf_ = nullptr, *load_ = nullptr, *cancel_ = nullptr;

@@ -26,7 +26,7 @@ using nlohmann::json;
 
 const char* const kUsage =
     "usage: lorascope-cli generate --model DIR [--adapter NAME=DIR]... [--threads N] [--device cpu|cuda]\n"
-    "         [--dtype float32|float16|bfloat16] [--max-batch-size N] [--max-batch-tokens N]\n"
+    "         [--dtype float32|bfloat16|int8|float16] [--max-batch-size N] [--max-batch-tokens N]\n"
     "         [--adapter-memory-budget BYTES] [--kv-cache-mb MIB] [--prefill-budget TOKENS]\n"
     "         [--input FILE|-] [--output FILE|-] [--stats FILE]\n"
     "       lorascope-cli generate --demo [--demo-model t5|bart|bloom] [--demo-dir DIR] [options above]\n"

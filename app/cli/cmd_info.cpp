@@ -11,6 +11,7 @@
 #include "lorascope/adapter.h"
 #include "lorascope/config.h"
 #include "lorascope/error.h"
+#include "lorascope/runtime.h"
 #include "lorascope/inspect.h"
 #include "lorascope/model_check.h"
 #include "lorascope/tokenizer.h"
@@ -190,6 +191,11 @@ int cmd_info(int argc, char** argv) {
     out["weights"] = weights_json(describe_weights(dir));
     out["tokenizer"] = tokenizer_json(dir);
     out["generation"] = generation_json(load_generation_config(dir, config));
+    // What --dtype can mean on this machine's CPU (the model's stored dtype is torch_dtype above).
+    ordered_json compute = ordered_json::array();
+    for (const ComputeType& t : cpu_compute_types())
+        compute.push_back(ordered_json{{"dtype", t.name}, {"available", t.available}, {"computes", t.detail}});
+    out["cpu_compute"] = ordered_json{{"default", "float32"}, {"dtypes", compute}, {"int8_accuracy", int8_accuracy_note()}};
 
     ordered_json adapter_list = ordered_json::array();
     AdapterValidator validator(dir);   // loads the model only when an adapter is to be validated

@@ -17,6 +17,7 @@
 
 #include "lorascope/demo_pack.h"
 #include "lorascope/engine.h"
+#include "lorascope/runtime.h"
 #include "lorascope/error.h"
 #include "adapter_list_model.h"
 #include "engine_bridge.h"
@@ -104,6 +105,7 @@ int main(int argc, char** argv) {
         });
     };
     lorascope::ui::MainWindow window(std::move(options));
+    window.modelPanel()->setComputeTypes(lorascope::cpu_compute_types(), QString::fromUtf8(lorascope::int8_accuracy_note()));
     if (cli.isSet(device)) window.modelPanel()->setDevice(cli.value(device));
     if (cli.isSet(threads)) window.modelPanel()->setThreads(cli.value(threads).toInt());
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace lorascope {
 
@@ -11,10 +12,21 @@ struct RuntimeInfo {
     bool cuda_available = false;
     int cuda_device_count = 0;
     std::string parallel_info;  // ATen's own report (OpenMP, MKL/BLAS)
-    std::string cpu_gemm;       // what CPU float32 linears multiply with: "onednn" or "aten"
+    std::string cpu_gemm;       // what CPU float32 linears multiply with: "onednn-packed", "onednn" or "aten"
 };
 
 RuntimeInfo runtime_info();
+
+// A --dtype on the CPU and whether this build and CPU run it.
+struct ComputeType {
+    std::string name;     // "float32", "bfloat16", "int8"
+    bool available = false;
+    std::string detail;   // what the linears compute with, or why this build or CPU cannot
+};
+std::vector<ComputeType> cpu_compute_types();
+
+// What int8 costs in accuracy, one line, as measured against Hugging Face float32 (docs/benchmarks.md).
+const char* int8_accuracy_note();
 
 // ATen's thread count is per OS thread (OpenMP): call this on the thread that will compute.
 // n <= 0 means "all cores".

@@ -25,9 +25,10 @@ struct ScoreResult {
 
 class Scorer {
 public:
-    // Loads config.json, generation_config.json and the weights (float32, CPU) on the calling
-    // thread. Throws lorascope::Error naming the directory or file.
-    static std::unique_ptr<Scorer> open(const std::string& model_dir);
+    // Loads config.json, generation_config.json and the weights (CPU) on the calling thread, with
+    // the products in `dtype` as EngineOptions::dtype means it ("float32", "bfloat16", "int8").
+    // Throws lorascope::Error naming the directory or file, or the dtype this CPU cannot run.
+    static std::unique_ptr<Scorer> open(const std::string& model_dir, const std::string& dtype = "float32");
     virtual ~Scorer() = default;
 
     virtual const ModelConfig& model_config() const = 0;

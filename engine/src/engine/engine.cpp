@@ -21,6 +21,7 @@
 
 #include "adapters/adapter_registry.h"
 #include "engine/batch_runner.h"
+#include "engine/compute_choice.h"
 #include "engine/emitter.h"
 #include "engine/live_request.h"
 #include "engine/mailbox.h"
@@ -49,51 +50,6 @@ namespace {
 
 using engine_detail::Clock;
 using engine_detail::LiveRequest;
-
-// What --dtype means on each device. On the CPU, float32, bfloat16 and int8 name the type of the
-// linears' packed weights and products (ops/cpu_matmul.h); everything else runs in float32.
-// Elsewhere the whole model is converted to the dtype, as before (int8 is CPU-only).
-struct ComputeChoice {
-    at::ScalarType dtype = at::kFloat;
-    std::optional<ops::MatmulKind> cpu_matmul;
-};
-
-ComputeChoice parse_compute(const std::string& name, const at::Device& device) {
-    auto packed = [&](ops::MatmulKind kind) {
-        std::string why;
-        if (!ops::cpu_matmul_available(kind, &why))
-            throw Error(ErrorKind::Unsupported, "dtype '" + name + "' on the CPU: " + why);
-        return ComputeChoice{at::kFloat, kind};
-    };
-    const bool cpu = device.is_cpu();
-    if (name == "float32" || name == "fp32") {
-        // LORASCOPE_CPU_GEMM=sgemm|torch keeps the unpacked paths, for A/B measurements.
-        const char* gemm = std::getenv("LORASCOPE_CPU_GEMM");
-        const bool unpacked = gemm && (std::string(gemm) == "sgemm" || std::string(gemm) == "torch");
-        if (!cpu || unpacked || !ops::cpu_matmul_available(ops::MatmulKind::Float32)) return {at::kFloat, std::nullopt};
-        return packed(ops::MatmulKind::Float32);
-    }
-    if (name == "float16" || name == "fp16") return {at::kHalf, std::nullopt};
-    if (name == "bfloat16" || name == "bf16") return cpu ? packed(ops::MatmulKind::Bfloat16) : ComputeChoice{at::kBFloat16, {}};
-    if (name == "int8") {
-        if (!cpu)
-            throw Error(ErrorKind::Unsupported,
-                        "dtype 'int8' is a CPU compute type; on " + device.str() + " use float16 or bfloat16");
-        return packed(ops::MatmulKind::Int8);
-    }
-    throw Error(ErrorKind::InvalidArgument, "unknown dtype '" + name + "' (float32, bfloat16, int8 or float16)");
-}
-
-at::Device parse_device(const std::string& name) {
-    if (name == "cpu") return at::kCPU;
-    if (name.rfind("cuda", 0) == 0) {
-        if (!at::hasCUDA())
-            throw Error(ErrorKind::Unsupported,
-                        "device '" + name + "' requested but this LibTorch has no usable CUDA device");
-        return at::Device(name);
-    }
-    throw Error(ErrorKind::InvalidArgument, "unknown device '" + name + "' (cpu or cuda[:N])");
-}
 
 int64_t available_memory_bytes() {
     std::ifstream meminfo("/proc/meminfo");
@@ -282,11 +238,7 @@ std::unique_ptr<Engine> Engine::create(const EngineOptions& options) {
     if (options.max_batch_tokens < 1)
         throw Error(ErrorKind::InvalidArgument, "max_batch_tokens must be at least 1");
     if (options.kv_cache_mb < 0) throw Error(ErrorKind::InvalidArgument, "kv_cache_mb must not be negative");
-    models::LoadOptions load;
-    load.device = parse_device(options.device);
-    const ComputeChoice compute = parse_compute(options.dtype, load.device);
-    load.dtype = compute.dtype;
-    load.cpu_matmul = compute.cpu_matmul;
+    const models::LoadOptions load = engine_detail::load_options(options.dtype, options.device);
     auto model = util::run_on_scratch_thread([&] { return models::load_model(options.model_dir, load); });
     std::unique_ptr<Tokenizer> tokenizer;
     try {

@@ -2,6 +2,8 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include "engine/compute_choice.h"
+
 #include <optional>
 
 #include "adapters/adapter_registry.h"
@@ -43,10 +45,10 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Scorer> Scorer::open(const std::string& model_dir) {
+std::unique_ptr<Scorer> Scorer::open(const std::string& model_dir, const std::string& dtype) {
     // Inference tensors, as the engine loads them: no autograd metadata on the weights.
     c10::InferenceMode inference;
-    return std::make_unique<ModelScorer>(models::load_model(model_dir));
+    return std::make_unique<ModelScorer>(models::load_model(model_dir, engine_detail::load_options(dtype, "cpu")));
 }
 
 }  // namespace lorascope

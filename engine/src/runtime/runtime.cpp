@@ -1,6 +1,7 @@
 #include "lorascope/runtime.h"
 
 #include "models/cpu_gemm.h"
+#include "ops/cpu_matmul.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -9,6 +10,8 @@
 #include <c10/core/GradMode.h>
 #include <torch/version.h>
 
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 namespace lorascope {
@@ -21,8 +24,40 @@ RuntimeInfo runtime_info() {
     // Through ATen's hooks, so that a CPU-only LibTorch (Debian's) answers 0 without CUDA headers.
     info.cuda_device_count = info.cuda_available ? at::detail::getCUDAHooks().getNumGPUs() : 0;
     info.parallel_info = at::get_parallel_info();
-    info.cpu_gemm = models::cpu_gemm_backend();
+    const char* gemm = std::getenv("LORASCOPE_CPU_GEMM");
+    const bool unpacked = gemm && (std::string(gemm) == "sgemm" || std::string(gemm) == "torch");
+    info.cpu_gemm = !unpacked && ops::cpu_matmul_available(ops::MatmulKind::Float32) ? "onednn-packed"
+                                                                                     : models::cpu_gemm_backend();
     return info;
+}
+
+std::vector<ComputeType> cpu_compute_types() {
+    const struct {
+        ops::MatmulKind kind;
+        const char* what;
+    } kinds[] = {
+        {ops::MatmulKind::Float32, "float32 weights packed at load, float32 products (Hugging Face's numerics)"},
+        {ops::MatmulKind::Bfloat16, "bfloat16 weights, bfloat16 products summed in float32; the rest in float32"},
+        {ops::MatmulKind::Int8, "int8 weights per output channel, activations per row, int32 sums; the rest in float32"},
+    };
+    std::vector<ComputeType> out;
+    for (const auto& k : kinds) {
+        ComputeType t;
+        t.name = ops::matmul_kind_name(k.kind);
+        std::string why;
+        t.available = ops::cpu_matmul_available(k.kind, &why);
+        t.detail = t.available ? k.what : why;
+        if (k.kind == ops::MatmulKind::Float32 && !t.available) {
+            t.available = true;  // float32 always runs, unpacked
+            t.detail = "float32 through ATen (" + why + ")";
+        }
+        out.push_back(std::move(t));
+    }
+    return out;
+}
+
+const char* int8_accuracy_note() {
+    return "int8: against float32 the demo pack's held-out exact match moves by at most 0.02 (tests/demo); see docs/benchmarks.md for token agreement and log-probability error against Hugging Face";
 }
 
 void set_compute_threads(int n) {

@@ -1,0 +1,71 @@
+#include "engine/compute_choice.h"
+
+#include <ATen/ATen.h>
+
+#include <cstdlib>
+#include <optional>
+
+#include "lorascope/error.h"
+#include "ops/cpu_matmul.h"
+
+namespace lorascope::engine_detail {
+
+namespace {
+
+// What --dtype means on each device. On the CPU, float32, bfloat16 and int8 name the type of the
+// linears' packed weights and products (ops/cpu_matmul.h); everything else runs in float32.
+// Elsewhere the whole model is converted to the dtype, as before (int8 is CPU-only).
+struct ComputeChoice {
+    at::ScalarType dtype = at::kFloat;
+    std::optional<ops::MatmulKind> cpu_matmul;
+};
+
+ComputeChoice parse_compute(const std::string& name, const at::Device& device) {
+    auto packed = [&](ops::MatmulKind kind) {
+        std::string why;
+        if (!ops::cpu_matmul_available(kind, &why))
+            throw Error(ErrorKind::Unsupported, "dtype '" + name + "' on the CPU: " + why);
+        return ComputeChoice{at::kFloat, kind};
+    };
+    const bool cpu = device.is_cpu();
+    if (name == "float32" || name == "fp32") {
+        // LORASCOPE_CPU_GEMM=sgemm|torch keeps the unpacked paths, for A/B measurements.
+        const char* gemm = std::getenv("LORASCOPE_CPU_GEMM");
+        const bool unpacked = gemm && (std::string(gemm) == "sgemm" || std::string(gemm) == "torch");
+        if (!cpu || unpacked || !ops::cpu_matmul_available(ops::MatmulKind::Float32)) return {at::kFloat, std::nullopt};
+        return packed(ops::MatmulKind::Float32);
+    }
+    if (name == "float16" || name == "fp16") return {at::kHalf, std::nullopt};
+    if (name == "bfloat16" || name == "bf16") return cpu ? packed(ops::MatmulKind::Bfloat16) : ComputeChoice{at::kBFloat16, {}};
+    if (name == "int8") {
+        if (!cpu)
+            throw Error(ErrorKind::Unsupported,
+                        "dtype 'int8' is a CPU compute type; on " + device.str() + " use float16 or bfloat16");
+        return packed(ops::MatmulKind::Int8);
+    }
+    throw Error(ErrorKind::InvalidArgument, "unknown dtype '" + name + "' (float32, bfloat16, int8 or float16)");
+}
+
+at::Device parse_device(const std::string& name) {
+    if (name == "cpu") return at::kCPU;
+    if (name.rfind("cuda", 0) == 0) {
+        if (!at::hasCUDA())
+            throw Error(ErrorKind::Unsupported,
+                        "device '" + name + "' requested but this LibTorch has no usable CUDA device");
+        return at::Device(name);
+    }
+    throw Error(ErrorKind::InvalidArgument, "unknown device '" + name + "' (cpu or cuda[:N])");
+}
+
+}  // namespace
+
+models::LoadOptions load_options(const std::string& dtype, const std::string& device) {
+    models::LoadOptions load;
+    load.device = parse_device(device);
+    const ComputeChoice compute = parse_compute(dtype, load.device);
+    load.dtype = compute.dtype;
+    load.cpu_matmul = compute.cpu_matmul;
+    return load;
+}
+
+}  // namespace lorascope::engine_detail

@@ -1,0 +1,18 @@
+// What --dtype and --device mean when a model is loaded, shared by the Engine and the Scorer so that
+// generation and scoring run the same products.
+#pragma once
+
+#include <string>
+
+#include "models/model.h"
+
+namespace lorascope::engine_detail {
+
+// On the CPU, "float32", "bfloat16" and "int8" name the type of the linears' packed weights and
+// products (ops/cpu_matmul.h) while norms, attention and the residual stream run in float32;
+// on CUDA the whole model is converted ("float32", "float16", "bfloat16"; int8 is CPU-only).
+// Throws lorascope::Error: InvalidArgument for an unknown name, Unsupported (with the reason) for a
+// type this build or CPU cannot run.
+models::LoadOptions load_options(const std::string& dtype, const std::string& device);
+
+}  // namespace lorascope::engine_detail
