@@ -136,7 +136,9 @@ int cmd_bench(int argc, char** argv) {
 
     EngineOptions options = engine_options_from(args);
     options.static_batching = args.has("static");
+    const auto load_start = std::chrono::steady_clock::now();
     auto engine = create_engine_with_adapters(args, options);
+    const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
     const std::vector<Request> requests = workload_requests(workload, engine->model_config().vocab_size());
 
     // Statistics arrive on the engine thread.
@@ -204,6 +206,8 @@ int cmd_bench(int argc, char** argv) {
         {"batching", options.static_batching ? "static" : "continuous"},
         {"threads", options.threads},
         {"cpu_gemm", runtime_info().cpu_gemm},
+        {"dtype", options.dtype},
+        {"load_s", load_s},  // model and adapters, before the first request
         {"max_batch_size", options.max_batch_size},
         {"max_batch_tokens", options.max_batch_tokens},
         {"arrival", workload.arrival},

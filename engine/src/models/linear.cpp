@@ -35,10 +35,10 @@ FusedLinear::FusedLinear(const std::vector<Linear>& parts) {
     std::vector<at::Tensor> weights, biases;
     int64_t offset = 0;
     for (const auto& part : parts) {
+        TORCH_CHECK(part.weight().defined(), "FusedLinear: part ", part.site().name, " is already packed");
         sites_.push_back(part.site());
         offsets_.push_back(offset);
         offset += part.weight().size(0);
-        TORCH_CHECK(part.weight().defined(), "FusedLinear: part ", part.site().name, " is already packed");
         weights.push_back(part.weight());
         if (part.bias().defined()) biases.push_back(part.bias());
     }
