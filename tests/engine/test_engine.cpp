@@ -266,6 +266,22 @@ private Q_SLOTS:
         QCOMPARE(sampled(true), alone);
     }
 
+    // --dtype is read before the weights: an unknown name lists the known ones; on a CPU without
+    // the instructions a type needs, the refusal says which (ops::cpu_matmul_available).
+    void unknown_dtype_is_a_clear_error() {
+        const Variant v = load_variant(kVariants[0]);
+        EngineOptions options;
+        options.model_dir = v.dir;
+        options.dtype = "int4";
+        try {
+            Engine::create(options);
+            QFAIL("expected an error");
+        } catch (const lorascope::Error& e) {
+            QCOMPARE(e.kind(), lorascope::ErrorKind::InvalidArgument);
+            QVERIFY2(QString(e.what()).contains("int4") && QString(e.what()).contains("int8"), e.what());
+        }
+    }
+
     void bad_model_directory_is_a_clear_error() {
         EngineOptions options;
         options.model_dir = "/nonexistent/lorascope-model";

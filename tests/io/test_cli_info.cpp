@@ -64,6 +64,18 @@ private Q_SLOTS:
             QCOMPARE(w.at("file_bytes").get<int64_t>(), bytes);
             QCOMPARE(w.at("sharded").get<bool>(), QFileInfo::exists(QString::fromStdString(dir + "/model.safetensors.index.json")));
             QVERIFY(info.at("tokenizer").contains("error"));  // the oracle's models carry no tokenizer files
+            // What --dtype can mean on this CPU: the three CPU types, float32 always available,
+            // each with what it computes or why this machine cannot run it.
+            const json& compute = info.at("cpu_compute");
+            QCOMPARE(compute.at("default").get<std::string>(), std::string("float32"));
+            std::vector<std::string> names;
+            for (const auto& t : compute.at("dtypes")) {
+                names.push_back(t.at("dtype").get<std::string>());
+                QVERIFY(!t.at("computes").get<std::string>().empty());
+                if (names.back() == "float32") QVERIFY(t.at("available").get<bool>());
+            }
+            QCOMPARE(names, (std::vector<std::string>{"float32", "bfloat16", "int8"}));
+            QVERIFY(compute.at("int8_accuracy").get<std::string>().find("int8") != std::string::npos);
 
             const json& load = info.at("load");
             QCOMPARE(load.at("tensors").get<size_t>(), record.at("file_tensors").size());
