@@ -39,9 +39,11 @@ public:
     WorkloadRun& operator=(const WorkloadRun&) = delete;
 
     void start();
+    // Done: every request has finished and the engine has gone idle, so that every step it ran
+    // for them has been published (the engine may step once more after a request's last token).
     void wait();
-    bool wait_for_ms(int64_t ms);   // true when every request has finished
-    bool done() const;
+    bool wait_for_ms(int64_t ms);   // true when done
+    bool done() const;              // done, or cancelled
     void cancel();                  // cancels every request (submitted or not) and ends the run
 
     void set_min_step_ms(double ms);   // 0: real time

@@ -28,6 +28,7 @@ struct WorkloadRun::State {
     double last_step_ms = 0;
     bool stop = false;
     bool cancelled = false;
+    bool drained = false;   // every request finished and the engine went idle: every step published
     bool paused = false;
     double min_step_ms = 0;
     int64_t pending_single_steps = 0;
@@ -147,6 +148,16 @@ void WorkloadRun::drive() {
         }
         s.changed.wait_until(lock, wake);
     }
+    if (s.stop) return;
+    lock.unlock();
+    // A request's last token is not always its last step: the engine may publish one more step
+    // before the row leaves. Let it run, unpaced, so that the step stream is complete (and the
+    // same every time) when the run reports done.
+    engine_.set_paused(false);
+    engine_.wait_idle();
+    lock.lock();
+    s.drained = true;
+    s.changed.notify_all();
 }
 
 void WorkloadRun::apply_engine_pause() {
@@ -160,18 +171,17 @@ void WorkloadRun::apply_engine_pause() {
 
 void WorkloadRun::wait() {
     std::unique_lock<std::mutex> lock(state_->mutex);
-    state_->changed.wait(lock, [&] { return state_->stop || state_->finished == state_->requests.size(); });
+    state_->changed.wait(lock, [&] { return state_->stop || state_->drained; });
 }
 
 bool WorkloadRun::wait_for_ms(int64_t ms) {
     std::unique_lock<std::mutex> lock(state_->mutex);
-    return state_->changed.wait_for(lock, std::chrono::milliseconds(ms),
-                                    [&] { return state_->finished == state_->requests.size(); });
+    return state_->changed.wait_for(lock, std::chrono::milliseconds(ms), [&] { return state_->drained; });
 }
 
 bool WorkloadRun::done() const {
     std::lock_guard<std::mutex> lock(state_->mutex);
-    return state_->finished == state_->requests.size() || state_->cancelled;
+    return state_->drained || state_->cancelled;
 }
 
 void WorkloadRun::cancel() {
