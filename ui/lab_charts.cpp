@@ -107,10 +107,19 @@ void LabCharts::setNiceRange(QValueAxis* axis, double lo, double hi, bool intege
     if (integer) step = std::max(1.0, std::round(step));
     const double top = std::ceil(hi / step) * step;
     const double bottom = std::floor(lo / step) * step;
-    axis->setRange(bottom, top);
-    axis->setTickType(QValueAxis::TicksDynamic);
+    if (axis->tickType() == QValueAxis::TicksDynamic && axis->tickInterval() == step && axis->min() == bottom && axis->max() == top)
+        return;   // every change re-lays out the series: only real ones
+    // Never a wide range under a small interval, not even between two calls: that made thousands
+    // of ticks for a moment, which took seconds on a 500-request run.
+    if (axis->tickType() != QValueAxis::TicksDynamic || step >= axis->tickInterval()) {
+        axis->setTickInterval(step);
+        axis->setRange(bottom, top);
+    } else {
+        axis->setRange(bottom, top);
+        axis->setTickInterval(step);
+    }
     axis->setTickAnchor(0);
-    axis->setTickInterval(step);
+    axis->setTickType(QValueAxis::TicksDynamic);
     axis->setLabelFormat(integer || step >= 1 ? QStringLiteral("%d") : step >= 0.1 ? QStringLiteral("%.1f") : QStringLiteral("%.2g"));
 }
 

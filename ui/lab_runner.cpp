@@ -132,13 +132,15 @@ void LabRunner::onEngineReady(int index, std::shared_ptr<Engine> engine, uint64_
 
 void LabRunner::onTick() {
     if (!run_ || !queue_) return;
+    // Read before taking the events: a run that is done has queued all of them by then.
+    const bool done = run_->done();
     LabEvents events = queue_->take();
     const int index = current_;
     if (!events.empty()) {
         data_[size_t(index)].apply(events);
         Q_EMIT updated(index);
     }
-    if (run_->done() && data_[size_t(index)].finishedCount() == int(requests_.size())) finishPolicy();
+    if (done) finishPolicy();
 }
 
 void LabRunner::drainNow() { onTick(); }
