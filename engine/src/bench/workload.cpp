@@ -162,7 +162,8 @@ std::string read_text(const std::string& path, const char* what) {
 GenerationParams merged_params(const Workload& w, size_t index, const std::string& own) {
     json merged = json::parse(w.params_json);
     auto merge = [&](const std::string& text) {
-        for (const auto& item : json::parse(text).items()) merged[item.key()] = item.value();
+        const json overrides = json::parse(text);   // named: items() only refers to it
+        for (const auto& item : overrides.items()) merged[item.key()] = item.value();
     };
     if (!w.params_mix.empty()) merge(w.params_mix[index % w.params_mix.size()]);
     merge(own);
