@@ -57,7 +57,7 @@ LabCharts::LabCharts(QWidget* parent) : QWidget(parent) {
     charts_.push_back(makeChart(tr("Step time"), tr("step"), tr("ms"), true, false));
     charts_.push_back(makeChart(tr("Time to first token, CDF"), tr("ms"), tr("% of requests"), false, false));
     charts_.push_back(makeChart(tr("Per-token latency, CDF"), tr("ms"), tr("% of tokens"), false, false));
-    charts_.push_back(makeChart(tr("KV cache per request (peak)"), tr("request"), tr("MiB"), true, false));
+    charts_.push_back(makeChart(tr("KV per request (peak)"), tr("request"), tr("MiB"), true, false));
     charts_.push_back(makeChart(tr("Decoded tokens"), tr("step"), tr("tokens (cumulative)"), true, true));
     for (size_t i = 0; i < charts_.size(); ++i) {
         auto* view = new QChartView(charts_[i].chart, this);
@@ -169,7 +169,7 @@ void LabCharts::refresh(const std::vector<const LabRunData*>& runs, const QStrin
         setSeries(charts_[7], k, name, generated);
     }
     for (Chart& c : charts_) {
-        double lo_x = 0, hi_x = 1, hi_y = 1;
+        double lo_x = 0, hi_x = 1, hi_y = 0;
         bool any = false;
         for (QLineSeries* s : c.series)
             for (const QPointF& p : s->points()) {
@@ -181,7 +181,7 @@ void LabCharts::refresh(const std::vector<const LabRunData*>& runs, const QStrin
             }
         if (c.integer_x || !any) lo_x = std::min(lo_x, 0.0);
         setNiceRange(c.x, lo_x, hi_x, c.integer_x);
-        setNiceRange(c.y, 0, hi_y, c.integer_y);
+        setNiceRange(c.y, 0, hi_y > 0 ? hi_y : 1.0, c.integer_y);
     }
 }
 

@@ -23,7 +23,7 @@ public:
     int chartCount() const { return int(charts_.size()); }
     QChart* chart(int i) const { return charts_.at(size_t(i)).chart; }
     static QColor policyColour(int policy);
-    static constexpr int kMaxPoints = 1500;   // per series: longer runs are sampled evenly
+    static constexpr int kMaxPoints = 500;   // per series (a chart is a few hundred pixels wide): longer runs are sampled evenly
 
 private:
     struct Chart {

@@ -24,7 +24,7 @@ int LabSummaryModel::columnCount(const QModelIndex& parent) const { return paren
 
 QString LabSummaryModel::figureName(int figure) {
     switch (figure) {
-        case TokensPerS: return tr("Throughput\ntok/s");
+        case TokensPerS: return tr("Tokens\nper s");
         case TtftP50: return tr("TTFT\np50 ms");
         case TtftP95: return tr("TTFT\np95 ms");
         case PerTokenP50: return tr("Token\np50 ms");

@@ -66,7 +66,7 @@ LabView::LabView(EngineBridge* bridge, EngineFactory factory, QWidget* parent)
     for (int c : {LabSummaryModel::Requests, LabSummaryModel::Failed, LabSummaryModel::WallS}) summary_table_->setColumnHidden(c, true);
     summary_table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     summary_table_->setFixedHeight(2 * summary_table_->verticalHeader()->defaultSectionSize() +
-                                   2 * summary_table_->fontMetrics().lineSpacing() + 14);
+                                   2 * summary_table_->fontMetrics().lineSpacing() + 8);
     right_layout->addWidget(summary_table_);
 
     auto* split = new QSplitter(Qt::Vertical, right);

@@ -40,6 +40,8 @@ public:
     LabRequestModel* requestModel() const { return request_model_; }
     QTableView* requestTable() const { return request_table_; }
     QPushButton* runButton() const { return run_; }
+    QPushButton* pauseButton() const { return pause_; }
+    QPushButton* stepButton() const { return step_; }
     QSlider* paceSlider() const { return pace_; }
 
     // The preset workload (lab_workload_form.h) with A continuous and B static, 8 rows each.

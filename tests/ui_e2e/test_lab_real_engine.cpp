@@ -5,6 +5,7 @@
 // for wall times); the timeline's cells are that StepStats stream; the export reads back; the lab
 // screenshot is not blank; and a 500-request workload keeps the event loop turning.
 #include <QApplication>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QImage>
 #include <QJsonDocument>
@@ -88,6 +89,7 @@ class LabRealEngineTest : public QObject {
     std::shared_ptr<RecordingReporter> reporter_ = std::make_shared<RecordingReporter>();
     std::unique_ptr<MainWindow> window_;
     DemoModel model_;
+    QStringList preset_steps_[2];   // the preset's steps CSV per policy (wall times left out), as bench gave them
 
     LabView* lab() const { return window_->labView(); }
 
@@ -160,6 +162,7 @@ private Q_SLOTS:
             std::ostringstream lab_csv;
             write_steps_csv(lab_csv, d.steps());
             QCOMPARE(withoutWallTimes(QString::fromStdString(lab_csv.str())), withoutWallTimes(readAll(csv)));
+            preset_steps_[p] = withoutWallTimes(readAll(csv));
             QCOMPARE(qint64(d.steps().size()), bench.value("steps").toInteger());
             QCOMPARE(d.figures().steps, bench.value("steps").toInteger());
             QCOMPARE(d.figures().generated_tokens, bench.value("generated_tokens").toInteger());
@@ -266,6 +269,45 @@ private Q_SLOTS:
             QVERIFY2(pixelVariance(image) > 100, qPrintable(f));
         }
         QCOMPARE(QImage(files.front()).size(), QSize(1280, 800));   // the lab fits the default window
+    }
+
+    // Paused, the run holds before its first step; Step lets exactly one through; paced, it
+    // decides the same steps as at full speed (pace changes when, never what).
+    void pauseHoldsStepReleasesAndPaceKeepsTheSteps() {
+        QVERIFY(!preset_steps_[0].isEmpty());
+        lab()->usePreset();
+        lab()->setMinStepMs(0);
+        QTest::mouseClick(lab()->pauseButton(), Qt::LeftButton);
+        QVERIFY(lab()->pauseButton()->isChecked() && lab()->stepButton()->isEnabled());
+        QVERIFY(lab()->run());
+        const LabRunner* runner = lab()->runner();
+        auto submitted = [&] {
+            for (const LabRequest& r : runner->data(0).requests())
+                if (r.id == 0) return false;
+            return true;
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(submitted(), 60000);
+        QTest::qWait(300);
+        lab()->runner()->drainNow();
+        QCOMPARE(int(runner->data(0).steps().size()), 0);
+        QTest::mouseClick(lab()->stepButton(), Qt::LeftButton);
+        QTRY_COMPARE_WITH_TIMEOUT(int(runner->data(0).steps().size()), 1, 10000);
+        QTest::qWait(300);
+        lab()->runner()->drainNow();
+        QCOMPARE(int(runner->data(0).steps().size()), 1);
+        lab()->setMinStepMs(15);
+        QTest::mouseClick(lab()->pauseButton(), Qt::LeftButton);   // resume, paced
+        QVERIFY(!lab()->pauseButton()->isChecked());
+        QElapsedTimer clock;
+        clock.start();
+        while (runner->isRunning() && clock.elapsed() < 240000) QTest::qWait(20);
+        QVERIFY(!runner->isRunning());
+        lab()->setMinStepMs(0);
+        for (int p = 0; p < 2; ++p) {
+            std::ostringstream csv;
+            write_steps_csv(csv, runner->data(p).steps());
+            QCOMPARE(withoutWallTimes(QString::fromStdString(csv.str())), preset_steps_[p]);
+        }
     }
 
     void fiveHundredRequestsKeepTheEventLoopTurning() {
