@@ -101,7 +101,8 @@ LabCharts::Chart LabCharts::makeChart(const QString& title, const QString& x_tit
 // Ticks at 1, 2 or 5 times a power of ten, at least 1 for counts, so that "4.4 rows" never shows.
 void LabCharts::setNiceRange(QValueAxis* axis, double lo, double hi, bool integer) {
     if (!(hi > lo)) hi = lo + 1;
-    const double raw = (hi - lo) / 4.0;
+    // Horizontal labels ("4000") need more room than vertical ones: fewer ticks across.
+    const double raw = (hi - lo) / (axis->orientation() == Qt::Horizontal ? 3.0 : 4.0);
     const double mag = std::pow(10.0, std::floor(std::log10(raw)));
     double step = raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag;
     if (integer) step = std::max(1.0, std::round(step));
