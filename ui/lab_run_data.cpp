@@ -89,6 +89,15 @@ void LabRunData::setFigures(const BenchFigures& figures, std::vector<double> ttf
     has_figures_ = true;
 }
 
+void LabRunData::cancelUnfinished() {
+    for (LabRequest& r : requests_) {
+        if (r.state == LabRequestState::Finished || r.state == LabRequestState::Cancelled || r.state == LabRequestState::Error)
+            continue;
+        r.state = LabRequestState::Cancelled;
+        ++finished_;
+    }
+}
+
 int LabRunData::cellAt(int step, int row) const {
     if (step < 0 || step >= int(steps_.size()) || row < 0) return -1;
     const StepStats& s = steps_[size_t(step)];

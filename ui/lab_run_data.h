@@ -47,6 +47,8 @@ public:
     void reset(const std::vector<Request>& requests, const std::vector<double>& arrivals_s);
     void apply(const LabEvents& events);
     void setFigures(const BenchFigures& figures, std::vector<double> ttft_ms, std::vector<double> per_token_ms);
+    // The run was cancelled: what has not finished is cancelled (its finish events are not awaited).
+    void cancelUnfinished();
 
     const std::vector<StepStats>& steps() const { return steps_; }
     const std::vector<LabRequest>& requests() const { return requests_; }

@@ -2,6 +2,7 @@
 
 #include <QMetaObject>
 #include <exception>
+#include <algorithm>
 #include <mutex>
 
 #include "background_worker.h"
@@ -181,7 +182,11 @@ void LabRunner::cancel() {
         if (queue_ && current_ >= 0 && current_ < int(data_.size())) data_[size_t(current_)].apply(queue_->take());
     }
     releaseEngine();
-    if (was_running) Q_EMIT finished();
+    if (was_running) {
+        for (int i = std::max(0, current_); i < int(data_.size()); ++i) data_[size_t(i)].cancelUnfinished();
+        if (current_ >= 0 && current_ < int(data_.size())) Q_EMIT updated(current_);
+        Q_EMIT finished();
+    }
 }
 
 void LabRunner::setMinStepMs(int ms) {

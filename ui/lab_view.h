@@ -41,6 +41,7 @@ public:
     QTableView* requestTable() const { return request_table_; }
     QPushButton* runButton() const { return run_; }
     QPushButton* pauseButton() const { return pause_; }
+    QPushButton* cancelButton() const { return cancel_; }
     QPushButton* stepButton() const { return step_; }
     QSlider* paceSlider() const { return pace_; }
 

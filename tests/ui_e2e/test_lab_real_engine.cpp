@@ -320,6 +320,35 @@ private Q_SLOTS:
         }
     }
 
+    // Cancel ends the run at once (what has not finished shows as cancelled); the next run starts
+    // afresh and decides the same steps as before.
+    void cancelEndsTheRunAndTheNextRunsAfresh() {
+        lab()->usePreset();
+        lab()->setMinStepMs(40);
+        QVERIFY(lab()->run());
+        const LabRunner* runner = lab()->runner();
+        QTRY_VERIFY_WITH_TIMEOUT(runner->data(0).steps().size() >= 3, 60000);
+        QVERIFY(runner->isRunning());
+        QTest::mouseClick(lab()->cancelButton(), Qt::LeftButton);
+        QVERIFY(!runner->isRunning());
+        const LabRunData& a = runner->data(0);
+        QVERIFY(int(a.steps().size()) < preset_steps_[0].size() - 1);
+        int cancelled = 0;
+        for (const LabRequest& r : a.requests()) {
+            QVERIFY(r.state == LabRequestState::Finished || r.state == LabRequestState::Cancelled);
+            cancelled += r.state == LabRequestState::Cancelled;
+        }
+        QVERIFY(cancelled > 0);
+        for (const LabRequest& r : runner->data(1).requests()) QCOMPARE(r.state, LabRequestState::Cancelled);
+        lab()->setMinStepMs(0);
+        QVERIFY(runAndWait(240000));
+        for (int p = 0; p < 2; ++p) {
+            std::ostringstream csv;
+            write_steps_csv(csv, runner->data(p).steps());
+            QCOMPARE(withoutWallTimes(QString::fromStdString(csv.str())), preset_steps_[p]);
+        }
+    }
+
     void fiveHundredRequestsKeepTheEventLoopTurning() {
         Workload w = LabWorkloadForm::preset({});
         w.synthetic->count = 500;
