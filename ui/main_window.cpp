@@ -228,6 +228,7 @@ void MainWindow::connectBridge() {
         report(tr("Could not load the model"), message);
         refreshStatus();
     });
+    connect(bridge_, &EngineBridge::loadProgress, model_panel_, &ModelPanel::setLoadProgress);
     connect(bridge_, &EngineBridge::loadCancelled, this, [this](const QString& dir) {
         model_panel_->setLoading(false);
         model_panel_->showMessage(tr("Loading %1 cancelled").arg(dir));

@@ -37,6 +37,7 @@
 #include "lorascope/bench_report.h"
 #include "lorascope/demo_pack.h"
 #include "lorascope/engine.h"
+#include "lorascope/error.h"
 #include "lorascope/workload.h"
 #include "adapter_list_model.h"
 #include "adapters_panel.h"
@@ -404,6 +405,42 @@ private Q_SLOTS:
             QVERIFY2(adapters->fontMetrics().horizontalAdvance(text) < adapters->columnWidth(AdapterListModel::ColTargets), qPrintable(text));
         }
         window_->focusLab();
+    }
+
+    // Found on the way: the load reports tensors read of the checkpoint's, and the progress
+    // callback's "stop" ends it there (the bridge's Cancel), with a Cancelled error.
+    void loadReportsProgressAndCanBeStopped() {
+        EngineOptions o;
+        o.model_dir = model_.dir;
+        o.threads = 1;
+        int calls = 0;
+        int64_t read = 0, total = 0;
+        o.load_progress = [&](int64_t r, int64_t t) {
+            ++calls;
+            read = r;
+            total = t;
+            return r < 3;
+        };
+        try {
+            Engine::create(o);
+            QFAIL("the load went on after the progress callback said stop");
+        } catch (const Error& e) {
+            QCOMPARE(e.kind(), ErrorKind::Cancelled);
+            QVERIFY2(QString::fromStdString(e.what()).contains(QString::fromStdString(model_.dir)), e.what());
+        }
+        QCOMPARE(calls, 3);
+        QCOMPARE(read, int64_t(3));
+        calls = 0;
+        bool counting_up = true;   // once per tensor: 1, 2, 3, ...
+        o.load_progress = [&](int64_t r, int64_t t) {
+            counting_up = counting_up && r == ++calls;
+            read = r;
+            total = t;
+            return true;
+        };
+        QVERIFY(Engine::create(o) != nullptr);
+        QVERIFY(counting_up);
+        QVERIFY(read > 3 && read <= total);
     }
 
     void cleanupTestCase() { window_.reset(); }

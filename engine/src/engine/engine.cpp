@@ -255,6 +255,7 @@ std::unique_ptr<Engine> Engine::create(const EngineOptions& options) {
     models::LoadOptions load;
     load.dtype = parse_dtype(options.dtype);
     load.device = parse_device(options.device);
+    load.progress = options.load_progress;
     auto model = util::run_on_scratch_thread([&] { return models::load_model(options.model_dir, load); });
     std::unique_ptr<Tokenizer> tokenizer;
     try {

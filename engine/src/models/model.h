@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -20,6 +21,7 @@ struct LoadOptions {
     at::ScalarType dtype = at::kFloat;
     at::Device device = at::kCPU;
     bool allow_pickle = false;
+    std::function<bool(int64_t read, int64_t total)> progress;   // EngineOptions::load_progress
 };
 
 // Token ids of several rows, right-padded: row b is valid in [0, lengths[b]).

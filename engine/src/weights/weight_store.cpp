@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "io/safetensors.h"
 #include "weights/safetensors_tensor.h"
@@ -93,6 +94,18 @@ public:
     std::optional<at::Tensor> get_optional(const std::string& name) const override {
         const SafetensorsCheckpoint::Entry* entry = resolve(name);
         if (!entry) return std::nullopt;
+        at::Tensor t = read(name, *entry);
+        report_progress(*entry);
+        return t;
+    }
+
+    std::vector<std::string> file_tensor_names() const override { return ckpt_->names(); }
+    int64_t file_bytes() const override { return static_cast<int64_t>(ckpt_->file_bytes()); }
+    const std::string& directory() const override { return dir_; }
+
+private:
+    at::Tensor read(const std::string& name, const SafetensorsCheckpoint::Entry& e) const {
+        const SafetensorsCheckpoint::Entry* entry = &e;
         std::lock_guard<std::mutex> lock(mutex_);
         auto cached = converted_.find(entry->info);
         if (cached != converted_.end()) return cached->second;
@@ -107,11 +120,19 @@ public:
         return t;
     }
 
-    std::vector<std::string> file_tensor_names() const override { return ckpt_->names(); }
-    int64_t file_bytes() const override { return static_cast<int64_t>(ckpt_->file_bytes()); }
-    const std::string& directory() const override { return dir_; }
+    // Counted once per checkpoint tensor (tied names share one); called without the lock held.
+    void report_progress(const SafetensorsCheckpoint::Entry& entry) const {
+        if (!options_.progress) return;
+        int64_t read = 0;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (!read_.insert(entry.info).second) return;
+            read = static_cast<int64_t>(read_.size());
+        }
+        if (!options_.progress(read, static_cast<int64_t>(ckpt_->names().size())))
+            throw Error(ErrorKind::Cancelled, dir_, "loading cancelled");
+    }
 
-private:
     const SafetensorsCheckpoint::Entry* find_any_spelling(const std::string& canonical) const {
         for (const auto& s : spellings(canonical))
             if (const auto* e = ckpt_->find(s)) return e;
@@ -136,6 +157,7 @@ private:
     std::vector<std::string> tied_;
     mutable std::mutex mutex_;
     mutable std::unordered_map<const TensorInfo*, at::Tensor> converted_;
+    mutable std::unordered_set<const TensorInfo*> read_;   // for progress
 };
 
 }  // namespace
