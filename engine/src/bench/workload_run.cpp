@@ -106,7 +106,11 @@ void WorkloadRun::drive() {
     // Everything due at once joins the same first step.
     engine_.set_paused(true);
     size_t next = 0;
-    while (next < s.requests.size() && s.arrivals_s[next] <= 0.0 && !s.cancelled) submit(next++);
+    auto stopping = [&] {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        return s.stop;
+    };
+    while (next < s.requests.size() && s.arrivals_s[next] <= 0.0 && !stopping()) submit(next++);
     apply_engine_pause();
 
     int64_t released_at_step = -1;      // steps_seen when the last paced step was let through
