@@ -2,7 +2,7 @@
 # torch-free part: file formats, configs, tokenizers, generation parameters). One definition for
 # the two builds that compile the core: the engine (engine/CMakeLists.txt) and the libFuzzer
 # targets (tests/fuzz, built with clang).
-set(LORASCOPE_CORE_DIRS util io tokenizer params)
+set(LORASCOPE_CORE_DIRS util io tokenizer params bench)
 set(LORASCOPE_ENGINE_DIRS runtime weights ops models sampling scheduler adapters engine)
 set(LORASCOPE_CORE_SOURCES)
 foreach(_lorascope_dir IN LISTS LORASCOPE_CORE_DIRS)

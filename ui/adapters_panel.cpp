@@ -22,9 +22,16 @@ AdaptersPanel::AdaptersPanel(AdapterListModel* model, QWidget* parent) : QWidget
     view_->verticalHeader()->hide();
     view_->horizontalHeader()->setStretchLastSection(true);
     view_->setWordWrap(false);
-    view_->setColumnWidth(AdapterListModel::ColName, 110);
+    view_->setColumnWidth(AdapterListModel::ColName, 90);
     view_->setColumnWidth(AdapterListModel::ColRank, 40);
     view_->setColumnWidth(AdapterListModel::ColAlpha, 45);
+    // Targets (which linears an adapter changes) right after the name, as wide as its text: behind
+    // rank and alpha it was a sliver at the dock's default width.
+    view_->horizontalHeader()->moveSection(AdapterListModel::ColTargets, 1);
+    auto fit_targets = [this] { view_->resizeColumnToContents(AdapterListModel::ColTargets); };
+    connect(model_, &QAbstractItemModel::rowsInserted, this, fit_targets);
+    connect(model_, &QAbstractItemModel::dataChanged, this, fit_targets);
+    connect(model_, &QAbstractItemModel::modelReset, this, fit_targets);
     layout->addWidget(view_, 1);
     auto* row = new QHBoxLayout;
     add_ = new QToolButton(this);

@@ -88,6 +88,10 @@ void ComparisonView::rebuildColumns() {
         auto* v = new QVBoxLayout(frame);
         c.title = new QLabel(QStringLiteral("<b>%1</b>").arg(r->adapterLabel().toHtmlEscaped()), frame);
         c.stats = new QLabel(frame);
+        // Wrapped, so that a column's width is not its status line's: four columns (the demo's base
+        // and three adapters) fit the default 1280 px window.
+        c.title->setWordWrap(true);
+        c.stats->setWordWrap(true);
         c.view = new TokenStreamView(frame);
         c.view->setAccessibleName(tr("Tokens from %1").arg(r->adapterLabel()));
         v->addWidget(c.title);

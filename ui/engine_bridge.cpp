@@ -13,6 +13,8 @@ namespace lorascope::ui {
 struct EngineBridge::LoadJob {
     EngineOptions options;
     std::atomic<bool> cancelled{false};
+    std::atomic<int64_t> tensors_read{0}, tensors_total{0};   // written by the loading thread
+    int64_t reported = -1;                                     // GUI thread: last value signalled
 };
 
 namespace {
@@ -62,6 +64,16 @@ void EngineBridge::loadModel(const EngineOptions& options) {
     if (loading_) loading_->cancelled = true;
     auto job = std::make_shared<LoadJob>();
     job->options = options;
+    // Progress for the panel, and Cancel stops the load at the next tensor. A weak pointer: the
+    // engine keeps its options, which must not keep the job alive.
+    std::weak_ptr<LoadJob> weak_job = job;
+    job->options.load_progress = [weak_job](int64_t read, int64_t total) {
+        auto j = weak_job.lock();
+        if (!j) return false;
+        j->tensors_read = read;
+        j->tensors_total = total;
+        return !j->cancelled.load();
+    };
     loading_ = job;
     const QString dir = qs(options.model_dir);
     Q_EMIT loadStarted(dir);
@@ -105,6 +117,7 @@ void EngineBridge::adoptEngine(std::shared_ptr<Engine> engine, const EngineOptio
     releaseEngine();
     engine_ = std::move(engine);
     engine_options_ = options;
+    engine_options_.load_progress = nullptr;   // the load's own; engines built from these options (the lab's) report none
     model_dir_ = qs(options.model_dir);
     const uint64_t generation = ++engine_generation_;
     std::weak_ptr<EventQueue> queue = queue_;
@@ -235,6 +248,10 @@ void EngineBridge::setDrainIntervalMs(int ms) { drain_timer_.setInterval(qBound(
 void EngineBridge::drainNow() { onDrainTimer(); }
 
 void EngineBridge::onDrainTimer() {
+    if (loading_ && loading_->tensors_read != loading_->reported) {
+        loading_->reported = loading_->tensors_read;
+        Q_EMIT loadProgress(loading_->reported, loading_->tensors_total);
+    }
     QueuedEvents events = queue_->take();
     if (events.tokens.empty() && events.finishes.empty() && events.steps.empty()) return;
     // Tickets that finished one drain ago: the statistics of their last step have arrived by now

@@ -40,7 +40,8 @@ public:
 
     // Off the GUI thread; ends in loadFinished, loadFailed or (after cancelLoad) loadCancelled.
     void loadModel(const EngineOptions& options);
-    // Engine::create cannot be interrupted: the load finishes in the background and is discarded.
+    // The load stops at the next checkpoint tensor it reads (EngineOptions::load_progress) and is
+    // discarded; loadCancelled at once.
     void cancelLoad();
 
     // Returns the ticket that all events of this request carry, or 0 (and errorOccurred)
@@ -71,6 +72,7 @@ Q_SIGNALS:
     void loadFinished(const QString& dir);
     void loadFailed(const QString& dir, const QString& message);
     void loadCancelled(const QString& dir);
+    void loadProgress(qint64 tensors_read, qint64 tensors_total);   // while loading, at most once a drain tick
     void requestSubmitted(const lorascope::ui::SubmittedRequest& request);
     void drained(const lorascope::ui::DrainBatch& batch);
     void adapterLoaded(const lorascope::AdapterInfo& info);

@@ -28,6 +28,7 @@
 #include "comparison_view.h"
 #include "error_reporter.h"
 #include "hf_cache.h"
+#include "lab_view.h"
 #include "model_panel.h"
 #include "params_panel.h"
 #include "prompt_composer.h"
@@ -53,12 +54,14 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
     setWindowTitle(tr("Lorascope"));
     setObjectName(QStringLiteral("LorascopeMainWindow"));
     setAcceptDrops(true);
+    // The lab builds engines of its own (one per policy) with the same factory.
+    EngineFactory lab_factory = options.engine_factory;
     bridge_ = new EngineBridge(std::move(options.engine_factory), this);
     requests_ = new RequestTableModel(this);
     adapters_ = new AdapterListModel(this);
     steps_ = new StepStatsModel(2000, this);
     buildActions();
-    buildLayout();
+    buildLayout(std::move(lab_factory));
     connectBridge();
     restoreSettings();
     refreshStatus();
@@ -114,7 +117,7 @@ void MainWindow::buildActions() {
     run->addAction(step_);
 }
 
-void MainWindow::buildLayout() {
+void MainWindow::buildLayout(EngineFactory lab_factory) {
     setDockNestingEnabled(true);
     model_panel_ = new ModelPanel(this);
     auto* model_dock = new QDockWidget(tr("Model"), this);
@@ -136,7 +139,7 @@ void MainWindow::buildLayout() {
     params_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     // The scroll area hides its content's minimum width from the dock: state it, so nothing is clipped.
     params_scroll->setMinimumWidth(params_panel_->minimumSizeHint().width() + params_scroll->verticalScrollBar()->sizeHint().width() + 4);
-    auto* params_dock = new QDockWidget(tr("Parameters"), this);
+    auto* params_dock = params_dock_ = new QDockWidget(tr("Parameters"), this);
     params_dock->setObjectName(QStringLiteral("paramsDock"));
     params_dock->setWidget(params_scroll);
     addDockWidget(Qt::RightDockWidgetArea, params_dock);
@@ -157,6 +160,8 @@ void MainWindow::buildLayout() {
     tabs_->addTab(requests_page, tr("Prompts && requests"));
     tabs_->addTab(comparison_, tr("Compare adapters"));
     tabs_->addTab(inspector_, tr("Batching inspector"));
+    lab_ = new LabView(bridge_, std::move(lab_factory), this);
+    tabs_->addTab(lab_, tr("Batching lab"));
     setCentralWidget(tabs_);
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
@@ -190,6 +195,8 @@ void MainWindow::buildLayout() {
     connect(board_, &RequestBoard::exportRequested, this, &MainWindow::exportResults);
     connect(inspector_, &BatchingInspector::pauseToggled, pause_, &QAction::setChecked);
     connect(inspector_, &BatchingInspector::stepRequested, bridge_, &EngineBridge::stepOnce);
+    connect(adapters_, &AdapterListModel::readyNamesChanged, lab_, &LabView::setAdapterNames);
+    connect(lab_, &LabView::errorOccurred, this, &MainWindow::report);
 }
 
 void MainWindow::connectBridge() {
@@ -221,6 +228,7 @@ void MainWindow::connectBridge() {
         report(tr("Could not load the model"), message);
         refreshStatus();
     });
+    connect(bridge_, &EngineBridge::loadProgress, model_panel_, &ModelPanel::setLoadProgress);
     connect(bridge_, &EngineBridge::loadCancelled, this, [this](const QString& dir) {
         model_panel_->setLoading(false);
         model_panel_->showMessage(tr("Loading %1 cancelled").arg(dir));
@@ -241,6 +249,11 @@ void MainWindow::connectBridge() {
 void MainWindow::report(const QString& title, const QString& message) { reporter_->report(this, title, message); }
 
 void MainWindow::showTab(Tab tab) { tabs_->setCurrentIndex(int(tab)); }
+
+void MainWindow::focusLab() {
+    params_dock_->hide();
+    showTab(Tab::Lab);
+}
 
 void MainWindow::loadModel(const QString& dir) {
     if (dir.trimmed().isEmpty()) {

@@ -10,6 +10,7 @@
 #include "engine_bridge.h"
 
 class QAction;
+class QDockWidget;
 class QLabel;
 class QSettings;
 class QTabWidget;
@@ -20,6 +21,7 @@ class AdapterListModel;
 class AdaptersPanel;
 class BatchingInspector;
 class ComparisonView;
+class LabView;
 class ErrorReporter;
 class ModelPanel;
 class ParamsPanel;
@@ -37,7 +39,7 @@ struct MainWindowOptions {
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    enum class Tab { Requests, Compare, Batching };
+    enum class Tab { Requests, Compare, Batching, Lab };
     explicit MainWindow(MainWindowOptions options, QWidget* parent = nullptr);
     ~MainWindow() override;
 
@@ -52,11 +54,15 @@ public:
     RequestBoard* requestBoard() const { return board_; }
     ComparisonView* comparisonView() const { return comparison_; }
     BatchingInspector* batchingInspector() const { return inspector_; }
+    LabView* labView() const { return lab_; }
     QAction* openModelAction() const { return open_model_; }
     QAction* submitAction() const { return submit_; }
     QAction* cancelAction() const { return cancel_; }
 
     void showTab(Tab tab);
+    // The lab tab with room for its side-by-side view: the Parameters dock (which the lab does not
+    // use) is hidden; the View menu brings it back.
+    void focusLab();
     // The same paths the window's own controls take.
     void loadModel(const QString& dir);
     void addAdapter(const QString& dir);
@@ -72,7 +78,7 @@ protected:
 
 private:
     void buildActions();
-    void buildLayout();
+    void buildLayout(EngineFactory lab_factory);
     void connectBridge();
     void restoreSettings();
     void rememberRecent(const QString& key, const QString& dir);
@@ -100,6 +106,8 @@ private:
     RequestBoard* board_ = nullptr;
     ComparisonView* comparison_ = nullptr;
     BatchingInspector* inspector_ = nullptr;
+    LabView* lab_ = nullptr;
+    QDockWidget* params_dock_ = nullptr;
     QTabWidget* tabs_ = nullptr;
     QLabel* status_ = nullptr;
     QMenu* recent_menu_ = nullptr;

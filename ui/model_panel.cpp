@@ -141,7 +141,7 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent), elapsed_(std::make_un
     load_row->addWidget(cancel_);
     layout->addLayout(load_row);
     progress_ = new QProgressBar(this);
-    progress_->setRange(0, 0);   // Engine::create reports no progress: a busy bar with elapsed time
+    progress_->setRange(0, 0);   // busy until the first tensor is read, then tensors read of all (setLoadProgress)
     progress_->setVisible(false);
     progress_->setAccessibleName(tr("Loading progress"));
     layout->addWidget(progress_);
@@ -156,7 +156,8 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent), elapsed_(std::make_un
     elapsed_tick_ = new QTimer(this);
     elapsed_tick_->setInterval(250);
     connect(elapsed_tick_, &QTimer::timeout, this, [this] {
-        progress_->setFormat(tr("loading… %1 s").arg(elapsed_->elapsed() / 1000.0, 0, 'f', 1));
+        const QString seconds = QString::number(elapsed_->elapsed() / 1000.0, 'f', 1);
+        progress_->setFormat(progress_->maximum() > 0 ? tr("%v of %m tensors · %1 s").arg(seconds) : tr("loading… %1 s").arg(seconds));
     });
     connect(load_, &QPushButton::clicked, this, &ModelPanel::loadRequested);
     connect(cancel_, &QPushButton::clicked, this, &ModelPanel::cancelRequested);
@@ -213,11 +214,19 @@ void ModelPanel::setDtype(const QString& dtype) { if (!dtype.isEmpty()) dtype_->
 void ModelPanel::setThreads(int threads) { threads_->setValue(threads); }
 QString ModelPanel::apiToken() const { return token_->text(); }
 
+void ModelPanel::setLoadProgress(qint64 tensors_read, qint64 tensors_total) {
+    if (tensors_total <= 0) return;
+    progress_->setRange(0, int(tensors_total));
+    progress_->setValue(int(qMin(tensors_read, tensors_total)));
+    progress_->setFormat(tr("%v of %m tensors · %1 s").arg(elapsed_->elapsed() / 1000.0, 0, 'f', 1));
+}
+
 void ModelPanel::setLoading(bool loading, const QString& dir) {
     load_->setEnabled(!loading);
     cancel_->setEnabled(loading);
     progress_->setVisible(loading);
     if (loading) {
+        progress_->setRange(0, 0);
         elapsed_->start();
         progress_->setFormat(tr("loading…"));
         progress_->setTextVisible(true);

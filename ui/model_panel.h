@@ -1,5 +1,5 @@
 // Choosing and loading a model: directory (typed, browsed, recent, from the HF cache), device,
-// dtype and threads; a busy bar and a cancel button while the engine loads; the summary after.
+// dtype and threads; a progress bar (tensors read) and a cancel button while the engine loads; the summary after.
 #pragma once
 
 #include <QStringList>
@@ -42,6 +42,8 @@ public:
 
     void updateDtypeNote();
     void setLoading(bool loading, const QString& dir = {});
+    // Tensors read so far of the checkpoint's (EngineOptions::load_progress): the bar fills.
+    void setLoadProgress(qint64 tensors_read, qint64 tensors_total);
     void showSummary(const QString& dir, const ModelConfig& model, const GenerationConfig& generation);
     void showMessage(const QString& text);
 

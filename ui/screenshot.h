@@ -11,4 +11,8 @@ class MainWindow;
 // On failure returns what was written so far and sets *error.
 QStringList renderScreenshots(MainWindow& window, const QString& dir, QString* error);
 
+// Writes lab.png (the window on the batching lab, 1280x800) and lab-charts.png (the lab's charts
+// alone) into dir; returns the paths written, setting *error on failure.
+QStringList renderLabScreenshots(MainWindow& window, const QString& dir, QString* error);
+
 }  // namespace lorascope::ui

@@ -5,105 +5,42 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <fstream>
-#include <mutex>
-#include <random>
 #include <string>
-#include <thread>
 
 #include "args.h"
 #include "commands.h"
+#include "demo_option.h"
 #include "engine_options.h"
+#include "lorascope/bench_report.h"
 #include "lorascope/engine.h"
 #include "lorascope/error.h"
-#include "lorascope/params.h"
 #include "lorascope/runtime.h"
-#include "workload.h"
+#include "lorascope/workload.h"
+#include "lorascope/workload_run.h"
 
 namespace lorascope::cli {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 const char* const kUsage =
-    "usage: lorascope-cli bench --model DIR --workload FILE [--report FILE|-] [--static]\n"
+    "usage: lorascope-cli bench --model DIR|--demo [--demo-model KEY] --workload FILE [--report FILE|-]\n"
+    "                           [--steps-csv FILE] [--static]\n"
     "                           [engine options: --threads N --device D --dtype T --max-batch-size N\n"
     "                            --max-batch-tokens N --kv-cache-mb MIB --prefill-budget TOKENS\n"
     "                            --adapter NAME=DIR ...]\n"
     "  workload: {\"name\", \"requests\": [{\"prompt\"|\"input_ids\", \"adapter\", \"params\"}...]\n"
-    "             or \"synthetic\": {\"count\", \"prompt_tokens\": [min, max], \"seed\", \"min_id\"},\n"
-    "             \"params\": {...defaults for every request...}, \"adapters\": [names, round robin],\n"
-    "             \"arrival\": {\"kind\": \"all\"} | {\"kind\": \"poisson\", \"rate\": per_second, \"seed\"}}\n";
-
-struct Timeline {
-    Clock::time_point submitted, first, last;
-    int64_t tokens = 0;
-    std::vector<double> gaps_ms;
-    bool finished = false;
-    std::string error;
-};
-
-class BenchSink : public RequestSink {
-public:
-    // Submits under the sink's lock so that the submit time is recorded before any event for
-    // the new id can arrive from the engine thread.
-    RequestId submit(Engine& engine, const Request& request, const std::shared_ptr<BenchSink>& self) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        const auto submitted = Clock::now();
-        const RequestId id = engine.submit(request, self);
-        timelines_[id].submitted = submitted;
-        return id;
-    }
-    void on_token(const TokenEvent& e) override {
-        const auto now = Clock::now();
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto& t = timelines_[e.id];
-        if (t.tokens == 0) {
-            t.first = now;
-        } else {
-            t.gaps_ms.push_back(std::chrono::duration<double, std::milli>(now - t.last).count());
-        }
-        t.last = now;
-        ++t.tokens;
-    }
-    void on_finish(const FinishEvent& e) override {
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto& t = timelines_[e.id];
-        t.finished = true;
-        t.error = e.error;
-        ++finished_;
-        done_.notify_all();
-    }
-    void wait(size_t count) {
-        std::unique_lock<std::mutex> lock(mutex_);
-        done_.wait(lock, [&] { return finished_ >= count; });
-    }
-    std::map<RequestId, Timeline> timelines() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return timelines_;
-    }
-
-private:
-    std::mutex mutex_;
-    std::condition_variable done_;
-    std::map<RequestId, Timeline> timelines_;
-    size_t finished_ = 0;
-};
-
-double percentile(std::vector<double> v, double p) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    const double rank = p / 100.0 * static_cast<double>(v.size() - 1);
-    const size_t lo = static_cast<size_t>(rank);
-    const size_t hi = std::min(lo + 1, v.size() - 1);
-    return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
-}
+    "             or \"synthetic\": {\"count\", \"prompt_tokens\": [min, max], \"max_new_tokens\": [min, max],\n"
+    "                            \"seed\", \"min_id\"},\n"
+    "             \"params\": {...defaults for every request...}, \"params_mix\": [{...}, ...round robin],\n"
+    "             \"adapters\": [names, round robin; \"\" = base],\n"
+    "             \"arrival\": {\"kind\": \"all\"} | {\"kind\": \"poisson\", \"rate\": per_second, \"seed\"}\n"
+    "                      | {\"kind\": \"bursts\", \"size\": N, \"interval_s\": S}}\n"
+    "  requests due at time 0 are submitted while the engine is held, so that they start together.\n"
+    "  --steps-csv FILE: one line per engine step (rows, tokens, padding, KV, queue, request ids).\n";
 
 // The process's own high-water RSS. VmHWM belongs to this address space; getrusage's ru_maxrss
 // survives execve, so under a large parent (a Python harness that imported torch) it reports the
@@ -122,13 +59,16 @@ int64_t peak_rss_bytes() {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-    Args args(argc, argv, 2, {"help", "static"});
+    // --demo: the demo pack's model and all its adapters, as in generate (the window's lab runs there).
+    ExpandedArgs expanded = expand_demo_args(argc, argv);
+    Args args(expanded.argc(), expanded.argv.data(), 2, {"help", "static", "demo"});
     if (args.has("help")) {
         std::fputs(kUsage, stdout);
         return 0;
     }
-    std::vector<std::string> known = {"help", "static", "workload", "report"};
+    std::vector<std::string> known = {"help", "static", "workload", "report", "steps-csv", "demo"};
     for (const auto& k : engine_option_names()) known.push_back(k);
+    for (const auto& k : demo_option_names()) known.push_back(k);
     args.allow_only(known);
 
     const std::string workload_path = args.require("workload");
@@ -139,66 +79,16 @@ int cmd_bench(int argc, char** argv) {
     const auto load_start = std::chrono::steady_clock::now();
     auto engine = create_engine_with_adapters(args, options);
     const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
-    const std::vector<Request> requests = workload_requests(workload, engine->model_config().vocab_size());
+    std::vector<Request> requests = workload_requests(workload, engine->model_config().vocab_size());
+    const size_t request_count = requests.size();
 
-    // Statistics arrive on the engine thread.
-    std::mutex stats_mutex;
-    int64_t steps = 0, row_sum = 0, padded = 0, computed = 0, peak_kv = 0;
-    // Cache maintenance: what joins, leaves and beam reorders copied, against what newcomers'
-    // prompts wrote into their own blocks.
-    int64_t bytes_moved = 0, most_moved = 0, bytes_prefilled = 0, kv_blocks_total = 0, deferred_steps = 0;
-    // Where the engine's time goes: steps that prefilled newcomers against decode-only steps.
-    int64_t prefill_steps = 0;
-    double prefill_step_ms = 0, decode_step_ms = 0;
-    engine->set_stats_listener([&](const StepStats& s) {
-        std::lock_guard<std::mutex> lock(stats_mutex);
-        ++steps;
-        row_sum += s.rows;
-        padded += s.padded_tokens;
-        computed += s.prefill_tokens + s.decode_tokens + s.padded_tokens;
-        peak_kv = std::max(peak_kv, s.kv_bytes_allocated);
-        bytes_moved += s.cache_bytes_moved;
-        most_moved = std::max(most_moved, s.cache_bytes_moved);
-        bytes_prefilled += s.cache_bytes_prefilled;
-        kv_blocks_total = s.kv_blocks_total;
-        deferred_steps += s.prefill_tokens_deferred > 0;
-        if (s.prefill_tokens > 0) {
-            ++prefill_steps;
-            prefill_step_ms += s.wall_ms;
-        } else {
-            decode_step_ms += s.wall_ms;
-        }
-    });
-
-    std::mt19937_64 rng(workload.seed);
-    std::exponential_distribution<double> gap(workload.rate);
-
-    auto sink = std::make_shared<BenchSink>();
-    const auto start = Clock::now();
-    auto next = start;
-    for (const auto& r : requests) {
-        if (workload.poisson) {
-            next += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(gap(rng)));
-            std::this_thread::sleep_until(next);
-        }
-        sink->submit(*engine, r, sink);
-    }
-    sink->wait(requests.size());
-    const double wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-    engine->set_stats_listener(nullptr);
-
-    std::vector<double> ttft, per_token;
-    int64_t generated = 0, failed = 0;
-    std::string first_error;
-    for (const auto& [id, t] : sink->timelines()) {
-        generated += t.tokens;
-        if (!t.error.empty()) {
-            ++failed;
-            if (first_error.empty()) first_error = t.error;
-        }
-        if (t.tokens > 0) ttft.push_back(std::chrono::duration<double, std::milli>(t.first - t.submitted).count());
-        per_token.insert(per_token.end(), t.gaps_ms.begin(), t.gaps_ms.end());
-    }
+    // Submission at the arrival times, the recording and the figures are the engine library's
+    // (lorascope/workload_run.h, bench_report.h), shared with the window's batching lab.
+    WorkloadRun run(*engine, std::move(requests), arrival_times_s(workload.arrival, request_count));
+    run.start();
+    run.wait();
+    const BenchFigures f = run.figures();
+    const std::vector<StepStats> steps = run.recorder().steps();
 
     json report = {
         {"workload", workload.name},
@@ -210,31 +100,38 @@ int cmd_bench(int argc, char** argv) {
         {"load_s", load_s},  // model and adapters, before the first request
         {"max_batch_size", options.max_batch_size},
         {"max_batch_tokens", options.max_batch_tokens},
-        {"arrival", workload.arrival},
-        {"requests", requests.size()},
-        {"failed_requests", failed},
-        {"generated_tokens", generated},
-        {"wall_s", wall_s},
-        {"tokens_per_s", wall_s > 0 ? static_cast<double>(generated) / wall_s : 0.0},
-        {"ttft_ms", {{"p50", percentile(ttft, 50)}, {"p95", percentile(ttft, 95)}}},
-        {"per_token_ms", {{"p50", percentile(per_token, 50)}, {"p95", percentile(per_token, 95)}}},
-        {"steps", steps},
-        {"mean_batch_rows", steps ? static_cast<double>(row_sum) / static_cast<double>(steps) : 0.0},
-        {"padding_share", computed ? static_cast<double>(padded) / static_cast<double>(computed) : 0.0},
-        {"peak_kv_bytes", peak_kv},
+        {"arrival", json::parse(arrival_to_json(workload.arrival))},
+        {"requests", request_count},
+        {"failed_requests", f.failed_requests},
+        {"generated_tokens", f.generated_tokens},
+        {"wall_s", f.wall_s},
+        {"tokens_per_s", f.tokens_per_s},
+        {"ttft_ms", {{"p50", f.ttft_p50_ms}, {"p95", f.ttft_p95_ms}}},
+        {"per_token_ms", {{"p50", f.per_token_p50_ms}, {"p95", f.per_token_p95_ms}}},
+        {"steps", f.steps},
+        {"mean_batch_rows", f.mean_batch_rows},
+        {"padding_share", f.padding_share},
+        {"peak_kv_bytes", f.peak_kv_bytes},
         {"kv_cache",
-         {{"blocks", kv_blocks_total},
-          {"bytes_moved", bytes_moved},
-          {"most_bytes_moved_in_a_step", most_moved},
-          {"bytes_prefilled", bytes_prefilled}}},
+         {{"blocks", f.kv_blocks_total},
+          {"bytes_moved", f.cache_bytes_moved},
+          {"most_bytes_moved_in_a_step", f.most_cache_bytes_moved_in_a_step},
+          {"bytes_prefilled", f.cache_bytes_prefilled}}},
         {"prefill_budget_tokens", options.prefill_budget_tokens},
-        {"steps_with_deferred_prefill", deferred_steps},
+        {"steps_with_deferred_prefill", f.steps_with_deferred_prefill},
         {"step_ms",
-         {{"with_prefill", {{"steps", prefill_steps}, {"total", prefill_step_ms}}},
-          {"decode_only", {{"steps", steps - prefill_steps}, {"total", decode_step_ms}}}}},
+         {{"with_prefill", {{"steps", f.prefill_steps}, {"total", f.prefill_step_ms}}},
+          {"decode_only", {{"steps", f.steps - f.prefill_steps}, {"total", f.decode_step_ms}}}}},
         {"peak_rss_bytes", peak_rss_bytes()},
     };
-    if (!first_error.empty()) report["first_error"] = first_error;
+    if (!f.first_error.empty()) report["first_error"] = f.first_error;
+
+    if (args.has("steps-csv")) {
+        const std::string csv_path = args.get_or("steps-csv", "");
+        std::ofstream csv(csv_path);
+        if (!csv) throw Error(ErrorKind::NotFound, csv_path, "cannot write the steps CSV");
+        write_steps_csv(csv, steps);
+    }
 
     const std::string out = args.get_or("report", "-");
     if (out == "-") {

@@ -3,7 +3,9 @@
 // comparison view and the batching inspector to PNGs and exits (works with QT_QPA_PLATFORM=offscreen).
 // `lorascope --demo [--demo-model KEY] [--demo-dir DIR]` loads the trained demo pack's model (T5 by
 // default) with all its adapters and fills in its example prompts; with --screenshot it renders them
-// compared across the base model and the adapters.
+// compared across the base model and the adapters. `--lab` opens the batching lab and runs its preset
+// workload (A continuous, B static), slowed to 120 ms a step so that joins and leaves can be
+// watched; with --screenshot it runs at full speed and also renders lab.png and lab-charts.png.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -21,6 +23,8 @@
 #include "lorascope/error.h"
 #include "adapter_list_model.h"
 #include "engine_bridge.h"
+#include "lab_runner.h"
+#include "lab_view.h"
 #include "main_window.h"
 #include "model_panel.h"
 #include "prompt_composer.h"
@@ -68,7 +72,8 @@ int main(int argc, char** argv) {
     const QCommandLineOption demo({QStringLiteral("demo")}, QStringLiteral("Load the demo pack's model with its adapters and example prompts"));
     const QCommandLineOption demo_model({QStringLiteral("demo-model")}, QStringLiteral("Demo model: t5 (default), bart or bloom"), QStringLiteral("KEY"));
     const QCommandLineOption demo_dir({QStringLiteral("demo-dir")}, QStringLiteral("Demo pack directory (default: LORASCOPE_DEMO_DIR, the installed or source-tree pack)"), QStringLiteral("DIR"));
-    cli.addOptions({screenshot, model, adapter, prompt, device, threads, demo, demo_model, demo_dir});
+    const QCommandLineOption lab({QStringLiteral("lab")}, QStringLiteral("Open the batching lab and run its preset workload under two policies"));
+    cli.addOptions({screenshot, model, adapter, prompt, device, threads, demo, demo_model, demo_dir, lab});
     cli.process(app);
 
     // The demo pack stands in for --model/--adapter; its example prompts fill the composer.
@@ -133,6 +138,20 @@ int main(int argc, char** argv) {
                                  });
         }
         if (!demo_prompts.isEmpty()) window.composer()->setPrompts(demo_prompts);
+        if (cli.isSet(lab)) {
+            window.focusLab();
+            // Once the model and every adapter are in: the preset over all of them, slowed down.
+            auto started = std::make_shared<bool>(false);
+            auto start_lab = [&window, started, expected = adapter_dirs.size()] {
+                if (*started || !window.bridge()->hasEngine() || int(window.bridge()->adapters().size()) < expected) return;
+                *started = true;
+                window.labView()->usePreset();
+                window.labView()->setMinStepMs(120);
+                window.labView()->run();
+            };
+            QObject::connect(window.bridge(), &lorascope::ui::EngineBridge::loadFinished, &window, start_lab);
+            QObject::connect(window.adapterModel(), &lorascope::ui::AdapterListModel::readyNamesChanged, &window, start_lab);
+        }
         return app.exec();
     }
 
@@ -191,7 +210,25 @@ int main(int argc, char** argv) {
         }
     }
     QString error;
-    const QStringList written = lorascope::ui::renderScreenshots(window, cli.value(screenshot), &error);
+    QStringList written = lorascope::ui::renderScreenshots(window, cli.value(screenshot), &error);
+    if (cli.isSet(lab) && error.isEmpty()) {
+        if (bridge->hasEngine()) {
+            auto* view = window.labView();
+            view->usePreset();
+            view->setMinStepMs(0);
+            if (view->run()) {
+                spin_until([&] { return !view->runner()->isRunning(); }, 300000);
+                for (int i = 0; i < view->runner()->policyCount(); ++i)
+                    if (view->runner()->data(i).finishedCount() < int(view->runner()->data(i).requests().size())) {
+                        std::fprintf(stderr, "lorascope: the lab's policy %s did not finish\n", qPrintable(view->runner()->policy(i).name));
+                        load_failed = true;
+                    }
+            } else {
+                load_failed = true;
+            }
+        }
+        written += lorascope::ui::renderLabScreenshots(window, cli.value(screenshot), &error);
+    }
     for (const QString& path : written) std::printf("%s\n", qPrintable(path));
     if (!error.isEmpty()) {
         std::fprintf(stderr, "lorascope: %s\n", qPrintable(error));

@@ -115,6 +115,10 @@ struct EngineOptions {
     // least 128 (each chunk pass reads the weights once more). The same for every request, so that
     // a request's numbers do not depend on its neighbours.
     int64_t prefill_chunk_tokens = 0;
+    // Called on the loading thread while Engine::create reads the checkpoint: after each of its
+    // tensors is first read, with how many have been read of all the file holds (some, tied or
+    // unused, may never be). Returning false stops the load: create throws Error(Cancelled).
+    std::function<bool(int64_t tensors_read, int64_t tensors_total)> load_progress;
 };
 
 struct AdapterInfo {

@@ -238,7 +238,8 @@ std::unique_ptr<Engine> Engine::create(const EngineOptions& options) {
     if (options.max_batch_tokens < 1)
         throw Error(ErrorKind::InvalidArgument, "max_batch_tokens must be at least 1");
     if (options.kv_cache_mb < 0) throw Error(ErrorKind::InvalidArgument, "kv_cache_mb must not be negative");
-    const models::LoadOptions load = engine_detail::load_options(options.dtype, options.device);
+    models::LoadOptions load = engine_detail::load_options(options.dtype, options.device);
+    load.progress = options.load_progress;
     auto model = util::run_on_scratch_thread([&] { return models::load_model(options.model_dir, load); });
     std::unique_ptr<Tokenizer> tokenizer;
     try {

@@ -117,6 +117,7 @@ std::unique_ptr<Model> load_model(const std::string& dir, const LoadOptions& opt
     weight_options.dtype = options.dtype;
     weight_options.device = options.device;
     weight_options.allow_pickle = options.allow_pickle;
+    weight_options.progress = options.progress;
     auto store = io::WeightStore::open(dir, config, weight_options);
     const auto tensor_options = at::TensorOptions().dtype(options.dtype).device(options.device);
     std::optional<ops::MatmulKind> packing;

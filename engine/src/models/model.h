@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,7 @@ struct LoadOptions {
     // load for oneDNN's matmul in this type (ops/cpu_matmul.h); none keeps ATen's path. dtype
     // stays float32 with it: norms, softmax, attention and the residual stream run in float32.
     std::optional<ops::MatmulKind> cpu_matmul;
+    std::function<bool(int64_t read, int64_t total)> progress;   // EngineOptions::load_progress
 };
 
 // Token ids of several rows, right-padded: row b is valid in [0, lengths[b]).

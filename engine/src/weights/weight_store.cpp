@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "io/safetensors.h"
 #include "weights/safetensors_tensor.h"
@@ -93,17 +94,8 @@ public:
     std::optional<at::Tensor> get_optional(const std::string& name) const override {
         const SafetensorsCheckpoint::Entry* entry = resolve(name);
         if (!entry) return std::nullopt;
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto cached = converted_.find(entry->info);
-        if (cached != converted_.end()) return cached->second;
-        bool zero_copy = false;
-        // A store never hands out both a view and a conversion of one tensor (its dtype and device are
-        // fixed), so the converted tensor's source pages can go back to the kernel.
-        const at::ScalarType dtype = keep_in_float32(config_, options_.dtype, name) ? at::kFloat : options_.dtype;
-        at::Tensor t = tensor_from_safetensors(*entry->file, *entry->info, dtype, options_.device, &zero_copy,
-                                               /*release_source=*/true);
-        // Converted tensors are cached so that tied names share one copy; zero-copy views cost nothing.
-        if (!zero_copy) converted_.emplace(entry->info, t);
+        at::Tensor t = read(name, *entry);
+        report_progress(*entry);
         return t;
     }
 
@@ -133,6 +125,35 @@ public:
     const std::string& directory() const override { return dir_; }
 
 private:
+    at::Tensor read(const std::string& name, const SafetensorsCheckpoint::Entry& e) const {
+        const SafetensorsCheckpoint::Entry* entry = &e;
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto cached = converted_.find(entry->info);
+        if (cached != converted_.end()) return cached->second;
+        bool zero_copy = false;
+        // A store never hands out both a view and a conversion of one tensor (its dtype and device are
+        // fixed), so the converted tensor's source pages can go back to the kernel.
+        const at::ScalarType dtype = keep_in_float32(config_, options_.dtype, name) ? at::kFloat : options_.dtype;
+        at::Tensor t = tensor_from_safetensors(*entry->file, *entry->info, dtype, options_.device, &zero_copy,
+                                               /*release_source=*/true);
+        // Converted tensors are cached so that tied names share one copy; zero-copy views cost nothing.
+        if (!zero_copy) converted_.emplace(entry->info, t);
+        return t;
+    }
+
+    // Counted once per checkpoint tensor (tied names share one); called without the lock held.
+    void report_progress(const SafetensorsCheckpoint::Entry& entry) const {
+        if (!options_.progress) return;
+        int64_t read = 0;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (!read_.insert(entry.info).second) return;
+            read = static_cast<int64_t>(read_.size());
+        }
+        if (!options_.progress(read, static_cast<int64_t>(ckpt_->names().size())))
+            throw Error(ErrorKind::Cancelled, dir_, "loading cancelled");
+    }
+
     const SafetensorsCheckpoint::Entry* find_any_spelling(const std::string& canonical) const {
         for (const auto& s : spellings(canonical))
             if (const auto* e = ckpt_->find(s)) return e;
@@ -157,6 +178,7 @@ private:
     std::vector<std::string> tied_;
     mutable std::mutex mutex_;
     mutable std::unordered_map<const TensorInfo*, at::Tensor> converted_;
+    mutable std::unordered_set<const TensorInfo*> read_;   // for progress
 };
 
 }  // namespace

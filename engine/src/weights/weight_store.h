@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,9 @@ struct WeightLoadOptions {
     at::ScalarType dtype = at::kFloat;
     at::Device device = at::kCPU;
     bool allow_pickle = false;          // pytorch_model.bin opt-in; refused with an explanation otherwise
+    // After each checkpoint tensor is first read (safetensors): tensors read so far, of all the
+    // file's; false stops the load (get throws Error(Cancelled)). See EngineOptions::load_progress.
+    std::function<bool(int64_t read, int64_t total)> progress;
 };
 
 class WeightStore {

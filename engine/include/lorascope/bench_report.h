@@ -1,0 +1,98 @@
+// The figures of a workload run: throughput, latency, batching and cache. One definition for
+// `lorascope-cli bench` and the window's batching lab, fed the same events (StepStats, and each
+// request's submit, tokens and finish). Torch-free (lorascope_core).
+//
+// Definitions:
+//   tokens_per_s      generated tokens / wall seconds (first submit to last finish)
+//   ttft_ms           submit -> first token, per request that produced one (p50, p95)
+//   per_token_ms      gaps between a request's consecutive tokens, all requests pooled (p50, p95)
+//   mean_batch_rows   rows per published step, averaged over steps
+//   padding_share     padded positions / (prefill + decode + padded positions), over all steps
+//   peak_kv_bytes     the largest kv_bytes_allocated of any step
+// Percentiles interpolate linearly between the two nearest ranks.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "lorascope/engine.h"
+
+namespace lorascope {
+
+double percentile(std::vector<double> values, double p);
+
+struct BenchFigures {
+    int64_t requests = 0, finished = 0, failed_requests = 0;
+    int64_t generated_tokens = 0;
+    double wall_s = 0, tokens_per_s = 0;
+    double ttft_p50_ms = 0, ttft_p95_ms = 0;
+    double per_token_p50_ms = 0, per_token_p95_ms = 0;
+    int64_t steps = 0;
+    double mean_batch_rows = 0, padding_share = 0;
+    int64_t peak_kv_bytes = 0;
+    // Cache maintenance: what joins, leaves and beam reorders copied, against what newcomers'
+    // prompts wrote into their own blocks.
+    int64_t kv_blocks_total = 0, cache_bytes_moved = 0, most_cache_bytes_moved_in_a_step = 0, cache_bytes_prefilled = 0;
+    int64_t steps_with_deferred_prefill = 0;
+    // Where the engine's time goes: steps that prefilled newcomers against decode-only steps.
+    int64_t prefill_steps = 0;
+    double prefill_step_ms = 0, decode_step_ms = 0;
+    std::string first_error;
+};
+
+// One request as the recorder saw it (times in ms from the recorder's start).
+struct RequestTiming {
+    double submitted_ms = 0, first_token_ms = -1, last_token_ms = -1, finished_ms = -1;
+    int64_t tokens = 0;
+    std::vector<double> gaps_ms;   // between consecutive tokens
+    bool finished = false;
+    FinishReason reason = FinishReason::Eos;
+    std::string error;
+};
+
+// Thread-safe: steps and request events arrive on the engine thread, figures are read anywhere.
+class BenchRecorder {
+public:
+    using Clock = std::chrono::steady_clock;
+    BenchRecorder() : start_(Clock::now()) {}
+
+    void restart_clock() { start_ = Clock::now(); }
+    double now_ms() const;   // since the start
+    // `at_ms`: taken (now_ms()) before Engine::submit, which may deliver tokens before it returns.
+    void submitted(RequestId id, double at_ms);
+    // Token and finish times are taken when the calls are made.
+    void token(RequestId id);
+    void finished(const FinishEvent& event);
+    void step(const StepStats& stats);
+
+    // The figures so far; wall time ends at the last finish (or now, while requests run).
+    BenchFigures figures() const;
+    std::vector<StepStats> steps() const;
+    std::map<RequestId, RequestTiming> timings() const;
+    std::vector<double> ttft_ms() const;        // per request with a first token
+    std::vector<double> per_token_ms() const;   // every gap, pooled
+    size_t finished_count() const;
+
+private:
+    mutable std::mutex mutex_;
+    Clock::time_point start_;
+    std::map<RequestId, RequestTiming> timings_;
+    std::vector<StepStats> steps_;
+    double last_finish_ms_ = 0;
+    size_t finished_ = 0;
+};
+
+// The figures from a step stream and request timings (what BenchRecorder::figures computes).
+BenchFigures compute_figures(const std::vector<StepStats>& steps, const std::map<RequestId, RequestTiming>& timings,
+                             double wall_s);
+
+// The steps as CSV, one line per step, header first: the bench's --steps-csv and the lab's
+// export. Rows hold the engine's request ids of each row, ";"-separated.
+void write_steps_csv(std::ostream& out, const std::vector<StepStats>& steps);
+
+}  // namespace lorascope
