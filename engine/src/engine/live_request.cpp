@@ -7,12 +7,25 @@
 
 #include "lorascope/error.h"
 #include "models/model.h"
+#include "tokenizer/unicode.h"
 
 namespace lorascope::engine_detail {
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
 }
+
+namespace {
+
+// What transformers' StopStringCriteria matches stop strings against: the token decoded on its
+// own after other text (SentencePiece keeps its leading space), a partial UTF-8 character as U+FFFD.
+std::string stop_piece(const Tokenizer* tokenizer, int64_t id) {
+    if (!tokenizer) return {};
+    const auto bytes = tokenizer->token_bytes(id, /*first=*/false);
+    return bytes ? tokenizer::utf8_lossy(*bytes) : std::string();
+}
+
+}  // namespace
 
 void LiveRequest::prepare(const Request& request, const models::Model& model, const Tokenizer* tokenizer) {
     const std::string source = "request " + (client_id.empty() ? std::to_string(id) : client_id);
@@ -53,6 +66,9 @@ void LiveRequest::prepare(const Request& request, const models::Model& model, co
     }
     if (tokenizer) detokenizer = std::make_unique<StreamingDetokenizer>(*tokenizer, true);
     stopping = std::make_unique<sampling::StoppingCriteria>(params, max_new_tokens);
+    // HF's criterion sees generate()'s whole input_ids: a stop string may begin in the context.
+    if (!params.stop.empty())
+        for (int64_t t : input_ids) stopping->add_context(stop_piece(tokenizer, t));
 }
 
 int64_t LiveRequest::kv_blocks_needed(bool encoder_decoder) const {
@@ -134,7 +150,14 @@ void LiveRequest::accept(const sampling::TokenChoice& choice, const Tokenizer* t
     if (first_token.time_since_epoch().count() == 0) first_token = Clock::now();
 
     const std::string delta = detokenizer ? detokenizer->push(token) : std::string();
-    const auto step = stopping->push(token, delta);
+    auto step = stopping->push(token, delta, params.stop.empty() ? std::string() : stop_piece(tokenizer, token));
+    if ((step.reason == sampling::StopReason::Eos || step.reason == sampling::StopReason::Length) && detokenizer) {
+        // The last token streams whatever the detokenizer still holds, so that the streamed
+        // deltas add up to the final text.
+        const std::string tail = detokenizer->finish();
+        step.text += tail;
+        stopping->append_final(tail);
+    }
     TokenEvent event;
     event.id = id;
     event.token_id = token;
