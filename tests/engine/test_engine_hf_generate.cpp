@@ -2,8 +2,10 @@
 // tests/oracle/generate_oracle.py: seeded sampling with every warper (and that sampling differs from
 // greedy), logprobs against HF's output_scores, generation_config.json defaults for a request with no
 // parameters, beams with LoRA adapters among greedy neighbours, and stop strings (across tokens,
-// inside a multi-byte character, streamed with hold-back). Requests of one model run together in
-// one engine, so every comparison is also one inside a mixed batch.
+// inside a multi-byte character, streamed with hold-back), num_return_sequences for beams (engine
+// and the CLI's output line). Requests of one model run together in one engine, so every
+// comparison is also one inside a mixed batch.
+#include <QProcess>
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
@@ -179,6 +181,76 @@ private Q_SLOTS:
                 QVERIFY2(f.reason != FinishReason::Error, f.error.c_str());
                 QVERIFY2(f.token_ids == expected[i].second, what[i].c_str());
             }
+        }
+    }
+
+    // generate(num_beams=B, num_return_sequences=N): the N best hypotheses, best first, with HF's
+    // sequences_scores; FinishEvent's text and ids are the first. Sampling with N > 1 is refused
+    // with a clear error until it is implemented.
+    void num_return_sequences_match_hf() {
+        std::map<std::string, std::vector<const json*>> by_variant;
+        for (const json& r : records_["num_return_sequences"]) by_variant[r["variant"].get<std::string>()].push_back(&r);
+        QVERIFY(!by_variant.empty());
+        int beam_runs = 0;
+        for (const auto& [variant, runs] : by_variant) {
+            const auto v = lorascope::test::load_variant(variant);
+            auto engine = make_engine(v.dir);
+            auto sink = std::make_shared<CollectingSink>();
+            std::vector<RequestId> ids;
+            for (const json* r : runs)
+                ids.push_back(engine->submit(request_for(v.records["prompts"][(*r)["prompt_index"].get<size_t>()], (*r)["params"]), sink));
+            QVERIFY(sink->wait_finished(ids.size()));
+            for (size_t i = 0; i < runs.size(); ++i) {
+                const json& r = *runs[i];
+                const auto f = sink->get(ids[i]).finishes.at(0);
+                const auto want = r["sequences"].get<std::vector<std::vector<int64_t>>>();
+                if (!r["params"].contains("num_beams")) {
+                    QCOMPARE(f.reason, FinishReason::Error);
+                    QVERIFY2(QString::fromStdString(f.error).contains("num_return_sequences"), f.error.c_str());
+                    continue;
+                }
+                ++beam_runs;
+                QVERIFY2(f.reason != FinishReason::Error, f.error.c_str());
+                QCOMPARE(f.sequences.size(), want.size());
+                QCOMPARE(f.token_ids, want[0]);
+                QCOMPARE(f.sequences[0].text, f.text);
+                for (size_t k = 0; k < want.size(); ++k) {
+                    QVERIFY2(f.sequences[k].token_ids == want[k], (describe(r) + " sequence " + std::to_string(k)).c_str());
+                    const double hf = r["sequence_scores"][k].get<double>();
+                    QVERIFY2(std::abs(f.sequences[k].score - hf) <= 1e-4 + 1e-4 * std::abs(hf),
+                             (describe(r) + " score " + std::to_string(f.sequences[k].score) + " vs HF " + std::to_string(hf)).c_str());
+                }
+            }
+        }
+        QVERIFY(beam_runs >= 6);
+    }
+
+    // lorascope-cli generate: the output line of such a request carries every sequence.
+    void cli_output_line_carries_the_sequences() {
+        const json* run = nullptr;
+        for (const json& r : records_["num_return_sequences"])
+            if (r["params"].contains("num_beams") && r["variant"] == "bart_plain") run = &r;
+        QVERIFY(run);
+        const auto v = lorascope::test::load_variant("bart_plain");
+        const json line = {{"id", "nrs"},
+                           {"input_ids", v.records["prompts"][(*run)["prompt_index"].get<size_t>()]},
+                           {"params", (*run)["params"]}};
+        QProcess cli;
+        cli.start(QString::fromStdString(lorascope::test::cli_path()),
+                  {"generate", "--model", QString::fromStdString(v.dir), "--threads", "1", "--input", "-", "--output", "-"});
+        QVERIFY(cli.waitForStarted());
+        cli.write(QByteArray::fromStdString(line.dump() + "\n"));
+        cli.closeWriteChannel();
+        QVERIFY(cli.waitForFinished(120000));
+        QCOMPARE(cli.exitCode(), 0);
+        const json out = json::parse(cli.readAllStandardOutput().toStdString());
+        QVERIFY2(out.contains("sequences"), out.dump().c_str());
+        const auto want = (*run)["sequences"].get<std::vector<std::vector<int64_t>>>();
+        QCOMPARE(out["sequences"].size(), want.size());
+        QCOMPARE(out["token_ids"].get<std::vector<int64_t>>(), want[0]);
+        for (size_t k = 0; k < want.size(); ++k) {
+            QCOMPARE(out["sequences"][k]["token_ids"].get<std::vector<int64_t>>(), want[k]);
+            QVERIFY(out["sequences"][k].contains("text") && out["sequences"][k].contains("score"));
         }
     }
 

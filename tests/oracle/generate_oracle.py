@@ -102,7 +102,7 @@ def run(model, family, prompt, params, eos, pad, scores=False, **extra):
                              return_dict_in_generate=True, **hf_kwargs(params), **extra)
     rows = [new_tokens(r.tolist(), family, len(prompt), eos, pad) for r in out.sequences]
     logprobs = None
-    if scores:
+    if scores and params.get("num_beams", 1) == 1:
         # HF's scores are the processed (and warped) scores the token was chosen from.
         logprobs = [[float(torch.log_softmax(out.scores[t][r].float(), -1)[tok]) for t, tok in enumerate(row)]
                     for r, row in enumerate(rows)]
@@ -143,7 +143,7 @@ def num_return_sequences(root):
         model = load(mdir, family)
         for k, prompt in enumerate(rec["prompts"][:3]):
             for params in NUM_RETURN:
-                rows, _, seq_scores = run(model, family, prompt, params, eos, pad)
+                rows, _, seq_scores = run(model, family, prompt, params, eos, pad, scores=True)
                 out.append({"variant": name, "prompt_index": k, "params": params, "sequences": rows,
                             "sequence_scores": seq_scores})
     return out

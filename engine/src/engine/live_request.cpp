@@ -132,7 +132,17 @@ std::vector<int64_t> LiveRequest::beam_step(const at::Tensor& logits, const Toke
 
     const bool at_limit = static_cast<int64_t>(beam_ids.front().size()) >= input_ids_length + max_new_tokens;
     if (beams->done() || at_limit) {
-        const auto best = beams->finalize(beam_ids);
+        const auto results = beams->finalize(beam_ids, params.num_return_sequences);
+        const auto& best = results.front();
+        if (params.num_return_sequences > 1) {
+            for (const auto& h : results) {
+                ReturnedSequence s;
+                s.token_ids.assign(h.ids.begin() + input_ids_length, h.ids.end());
+                if (tokenizer) s.text = tokenizer->decode(s.token_ids, /*skip_special_tokens=*/true);
+                s.score = h.score;
+                returned.push_back(std::move(s));
+            }
+        }
         // Stream the winner now; accept() applies eos/length exactly as for other requests.
         for (size_t i = static_cast<size_t>(input_ids_length); i < best.ids.size() && !finished; ++i)
             accept(sampling::TokenChoice{best.ids[i], std::numeric_limits<float>::quiet_NaN()}, tokenizer);
@@ -197,6 +207,11 @@ void LiveRequest::finish(FinishReason reason, const std::string& error) {
     }
     event.token_ids = generated;
     event.logprobs = logprobs;
+    if (reason != FinishReason::Error && reason != FinishReason::Cancelled) {
+        event.sequences = returned;
+        // The first is what was streamed; its text is the streamed text.
+        if (!event.sequences.empty()) event.sequences.front().text = event.text;
+    }
     event.error = error;
     event.usage.prompt_tokens = static_cast<int64_t>(prompt_ids.size());
     event.usage.generated_tokens = static_cast<int64_t>(generated.size());

@@ -43,6 +43,8 @@ struct LiveRequest {
     // stream only when the search ends (a beam's tokens are not final until then).
     std::unique_ptr<sampling::BeamSearch> beams;
     std::vector<std::vector<int64_t>> beam_ids;
+    // num_return_sequences > 1: all returned sequences, filled when the search ends.
+    std::vector<ReturnedSequence> returned;
 
     std::vector<int64_t> generated;
     std::vector<float> logprobs;
