@@ -31,10 +31,11 @@ QString RequestRecord::detailText() const {
     if (!error.isEmpty()) return error;
     QString out = text;
     for (size_t i = 1; i < sequences.size(); ++i)
-        out += QStringLiteral("\n\n[sequence %1 of %2, score %3]\n")
-                   .arg(i + 1)
-                   .arg(sequences.size())
-                   .arg(sequences[i].score, 0, 'f', 4) +
+        out += (sequences[i].score ? QStringLiteral("\n\n[sequence %1 of %2, score %3]\n")
+                                         .arg(i + 1)
+                                         .arg(sequences.size())
+                                         .arg(*sequences[i].score, 0, 'f', 4)
+                                   : QStringLiteral("\n\n[sequence %1 of %2]\n").arg(i + 1).arg(sequences.size())) +
                QString::fromStdString(sequences[i].text);
     return out;
 }

@@ -185,13 +185,13 @@ private Q_SLOTS:
     }
 
     // generate(num_beams=B, num_return_sequences=N): the N best hypotheses, best first, with HF's
-    // sequences_scores; FinishEvent's text and ids are the first. Sampling with N > 1 is refused
-    // with a clear error until it is implemented.
+    // sequences_scores; torch.manual_seed(s) + generate(do_sample=True, num_return_sequences=N):
+    // HF's N rows. FinishEvent's text and ids are the first.
     void num_return_sequences_match_hf() {
         std::map<std::string, std::vector<const json*>> by_variant;
         for (const json& r : records_["num_return_sequences"]) by_variant[r["variant"].get<std::string>()].push_back(&r);
         QVERIFY(!by_variant.empty());
-        int beam_runs = 0;
+        int beam_runs = 0, sampled_runs = 0, sampled_distinct = 0;
         for (const auto& [variant, runs] : by_variant) {
             const auto v = lorascope::test::load_variant(variant);
             auto engine = make_engine(v.dir);
@@ -204,25 +204,28 @@ private Q_SLOTS:
                 const json& r = *runs[i];
                 const auto f = sink->get(ids[i]).finishes.at(0);
                 const auto want = r["sequences"].get<std::vector<std::vector<int64_t>>>();
-                if (!r["params"].contains("num_beams")) {
-                    QCOMPARE(f.reason, FinishReason::Error);
-                    QVERIFY2(QString::fromStdString(f.error).contains("num_return_sequences"), f.error.c_str());
-                    continue;
-                }
-                ++beam_runs;
+                const bool beams = r["params"].contains("num_beams");
+                (beams ? beam_runs : sampled_runs) += 1;
                 QVERIFY2(f.reason != FinishReason::Error, f.error.c_str());
                 QCOMPARE(f.sequences.size(), want.size());
                 QCOMPARE(f.token_ids, want[0]);
                 QCOMPARE(f.sequences[0].text, f.text);
+                std::set<std::vector<int64_t>> distinct;
                 for (size_t k = 0; k < want.size(); ++k) {
                     QVERIFY2(f.sequences[k].token_ids == want[k], (describe(r) + " sequence " + std::to_string(k)).c_str());
+                    distinct.insert(want[k]);
+                    if (!beams) continue;
                     const double hf = r["sequence_scores"][k].get<double>();
-                    QVERIFY2(std::abs(f.sequences[k].score - hf) <= 1e-4 + 1e-4 * std::abs(hf),
-                             (describe(r) + " score " + std::to_string(f.sequences[k].score) + " vs HF " + std::to_string(hf)).c_str());
+                    QVERIFY(f.sequences[k].score.has_value());
+                    QVERIFY2(std::abs(*f.sequences[k].score - hf) <= 1e-4 + 1e-4 * std::abs(hf),
+                             (describe(r) + " score " + std::to_string(*f.sequences[k].score) + " vs HF " + std::to_string(hf)).c_str());
                 }
+                if (!beams) sampled_distinct += distinct.size() > 1 ? 1 : 0;
+                if (!beams) QVERIFY(!f.sequences[1].score.has_value());
             }
         }
-        QVERIFY(beam_runs >= 6);
+        QVERIFY(beam_runs >= 6 && sampled_runs >= 6);
+        QVERIFY2(sampled_distinct * 2 >= sampled_runs, "the sampled sequences of a request are mostly not all the same");
     }
 
     // lorascope-cli generate: the output line of such a request carries every sequence.

@@ -34,6 +34,8 @@ private Q_SLOTS:
         r.sequences = {{"best", {5, 2}, -0.25}, {"second", {6, 2}, -0.5}, {"third", {7, 7, 2}, -1.125}};
         QCOMPARE(r.detailText(), QStringLiteral("best\n\n[sequence 2 of 3, score -0.5000]\nsecond"
                                                 "\n\n[sequence 3 of 3, score -1.1250]\nthird"));
+        r.sequences = {{"best", {5, 2}, std::nullopt}, {"other", {6, 2}, std::nullopt}};   // sampled: no score
+        QCOMPARE(r.detailText(), QStringLiteral("best\n\n[sequence 2 of 2]\nother"));
         r.error = QStringLiteral("boom");
         QCOMPARE(r.detailText(), QStringLiteral("boom"));
     }

@@ -49,7 +49,7 @@ struct Usage {
 struct ReturnedSequence {
     std::string text;                    // decoded as FinishEvent::text
     std::vector<int64_t> token_ids;      // as FinishEvent::token_ids
-    double score = 0;                    // beam search: sum_logprobs / generated_len ** length_penalty
+    std::optional<double> score;         // beam search: sum_logprobs / generated_len ** length_penalty
 };
 
 struct FinishEvent {

@@ -31,7 +31,7 @@ struct GenerationParams {
     std::optional<int64_t> no_repeat_ngram_size;
     std::optional<int64_t> num_beams;
     // Sequences returned per request (Hugging Face's num_return_sequences): the best ones of a beam
-    // search, at most num_beams. Sampling with more than one is refused (not implemented yet).
+    // search (at most num_beams), or that many sequences sampled independently.
     std::optional<int64_t> num_return_sequences;
     std::optional<double> length_penalty;
     std::optional<EarlyStopping> early_stopping;

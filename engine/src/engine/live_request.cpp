@@ -2,6 +2,7 @@
 
 #include "engine/emitter.h"
 
+#include <algorithm>
 #include <limits>
 #include <random>
 
@@ -59,6 +60,11 @@ void LiveRequest::prepare(const Request& request, const models::Model& model, co
     if (params.num_beams > 1) {
         beams = std::make_unique<sampling::BeamSearch>(params, input_ids_length, input_ids_length + max_new_tokens);
         beam_ids.assign(static_cast<size_t>(params.num_beams), input_ids);
+    } else if (params.num_return_sequences > 1) {
+        const size_t n = static_cast<size_t>(params.num_return_sequences);
+        beam_ids.assign(n, input_ids);
+        sample_row_done.assign(n, false);
+        sample_row_logprobs.assign(n, {});
     }
     if (params.do_sample) {
         if (!params.seed) params.seed = std::random_device{}();
@@ -82,7 +88,7 @@ int64_t LiveRequest::kv_blocks_needed(bool encoder_decoder) const {
 scheduler::Demand LiveRequest::demand() const {
     scheduler::Demand d;
     d.id = id;
-    d.rows = params.num_beams;
+    d.rows = rows();
     d.prompt_tokens = static_cast<int64_t>(prompt_ids.size());
     d.max_new_tokens = max_new_tokens;
     d.skipped = skipped;
@@ -90,7 +96,7 @@ scheduler::Demand LiveRequest::demand() const {
 }
 
 void LiveRequest::append_last_tokens(std::vector<int64_t>& out) const {
-    if (beams) {
+    if (multi_row()) {
         for (const auto& ids : beam_ids) out.push_back(ids.back());
     } else {
         out.push_back(input_ids.back());
@@ -105,7 +111,7 @@ void LiveRequest::append_logits_rows(std::vector<sampling::LogitsRow>& out) cons
         r.input_ids_length = input_ids_length;
         return r;
     };
-    if (beams) {
+    if (multi_row()) {
         for (const auto& ids : beam_ids) out.push_back(row(ids));
     } else {
         out.push_back(row(input_ids));
@@ -149,6 +155,49 @@ std::vector<int64_t> LiveRequest::beam_step(const at::Tensor& logits, const Toke
         if (!finished) finish(FinishReason::Length);
     }
     return step.source;
+}
+
+std::vector<int64_t> LiveRequest::sample_rows_step(const at::Tensor& logits, const Tokenizer* tokenizer) {
+    at::Tensor scores = logits.to(at::kFloat).contiguous().clone();
+    std::vector<sampling::LogitsRow> rows;
+    append_logits_rows(rows);
+    sampling::process_logits(scores, rows);
+    const auto choices = sampling::choose_next_tokens(scores, rows, std::vector<at::Generator>(rows.size(), generator));
+    if (first_token.time_since_epoch().count() == 0) first_token = Clock::now();
+
+    const int64_t filler = params.eos_token_ids.empty() ? 0 : params.eos_token_ids.front();
+    bool all_done = true;
+    for (size_t j = 0; j < beam_ids.size(); ++j) {
+        if (sample_row_done[j]) {
+            beam_ids[j].push_back(filler);   // HF appends pad to ended rows; never read
+            continue;
+        }
+        const int64_t token = choices[j].token_id;
+        beam_ids[j].push_back(token);
+        sample_row_logprobs[j].push_back(choices[j].logprob);
+        const bool eos = !params.ignore_eos &&
+                         std::find(params.eos_token_ids.begin(), params.eos_token_ids.end(), token) != params.eos_token_ids.end();
+        const int64_t produced = static_cast<int64_t>(beam_ids[j].size()) - input_ids_length;
+        sample_row_done[j] = eos || produced >= max_new_tokens;
+        all_done = all_done && sample_row_done[j];
+    }
+    if (all_done) {
+        for (size_t j = 0; j < beam_ids.size(); ++j) {
+            ReturnedSequence s;
+            s.token_ids.assign(beam_ids[j].begin() + input_ids_length, beam_ids[j].end());
+            s.token_ids.resize(sample_row_logprobs[j].size());   // without the filler of ended rows
+            if (tokenizer) s.text = tokenizer->decode(s.token_ids, /*skip_special_tokens=*/true);
+            returned.push_back(std::move(s));
+        }
+        const std::vector<int64_t> first = returned.front().token_ids;
+        const std::vector<float> first_logprobs = sample_row_logprobs.front();
+        for (size_t i = 0; i < first.size() && !finished; ++i)
+            accept(sampling::TokenChoice{first[i], first_logprobs[i]}, tokenizer);
+        if (!finished) finish(FinishReason::Length);
+    }
+    std::vector<int64_t> identity(beam_ids.size());
+    for (size_t j = 0; j < identity.size(); ++j) identity[j] = static_cast<int64_t>(j);
+    return identity;
 }
 
 void LiveRequest::accept(const sampling::TokenChoice& choice, const Tokenizer* tokenizer) {

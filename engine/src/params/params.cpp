@@ -269,9 +269,8 @@ ResolvedGenerationParams resolve(const GenerationParams& p, const GenerationConf
     if (r.num_return_sequences > r.num_beams && r.num_beams > 1)
         reject(source, "num_return_sequences (" + std::to_string(r.num_return_sequences) +
                            ") must be at most num_beams (" + std::to_string(r.num_beams) + ")");
-    if (r.num_return_sequences > 1 && r.num_beams == 1)
-        reject(source, "num_return_sequences > 1 with sampling (num_beams 1) is not supported yet; "
-                       "use beam search (num_beams >= num_return_sequences)");
+    if (r.num_return_sequences > 1 && r.num_beams == 1 && !r.stop.empty())
+        reject(source, "stop sequences are not supported with num_return_sequences > 1");
     if (r.num_beams > 1 && !r.stop.empty())
         reject(source, "stop sequences are not supported with beam search (num_beams > 1)");
     return r;
