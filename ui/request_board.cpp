@@ -101,7 +101,7 @@ void RequestBoard::copySelected() const {
 void RequestBoard::refreshDetail() {
     const auto tickets = selectedTickets();
     const RequestRecord* r = tickets.size() == 1 ? model_->record(tickets.front()) : nullptr;
-    const QString text = r ? (r->error.isEmpty() ? r->text : r->error) : QString();
+    const QString text = r ? r->detailText() : QString();
     if (detail_->toPlainText() != text) detail_->setPlainText(text);
 }
 

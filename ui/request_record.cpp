@@ -27,6 +27,19 @@ QString finishReasonLabel(FinishReason reason) {
     return {};
 }
 
+QString RequestRecord::detailText() const {
+    if (!error.isEmpty()) return error;
+    QString out = text;
+    for (size_t i = 1; i < sequences.size(); ++i)
+        out += (sequences[i].score ? QStringLiteral("\n\n[sequence %1 of %2, score %3]\n")
+                                         .arg(i + 1)
+                                         .arg(sequences.size())
+                                         .arg(*sequences[i].score, 0, 'f', 4)
+                                   : QStringLiteral("\n\n[sequence %1 of %2]\n").arg(i + 1).arg(sequences.size())) +
+               QString::fromStdString(sequences[i].text);
+    return out;
+}
+
 double RequestRecord::ttftMs() const {
     if (have_usage && usage.generated_tokens > 0) return usage.time_to_first_token_ms;
     return first_token_ms >= 0 ? double(first_token_ms) : -1.0;

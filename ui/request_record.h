@@ -36,10 +36,13 @@ struct RequestRecord {
     qint64 last_token_ms = -1;
     bool have_usage = false;
     Usage usage;
+    std::vector<ReturnedSequence> sequences;   // num_return_sequences > 1: all, best first
 
     bool finished() const { return status != RequestStatus::Queued && status != RequestStatus::Running; }
     QString adapterLabel() const { return adapter.isEmpty() ? QStringLiteral("base") : adapter; }
     qint64 generatedTokens() const { return have_usage ? usage.generated_tokens : qint64(tokens.size()); }
+    // What the request's detail pane shows: the text (or the error), then the other returned sequences.
+    QString detailText() const;
     double ttftMs() const;           // < 0 when unknown
     double tokensPerSecond() const;  // 0 when unknown
 };

@@ -177,6 +177,7 @@ void RequestTableModel::applyDrain(const DrainBatch& batch) {
         for (size_t i = 0; i < e.logprobs.size() && i < r.tokens.size(); ++i) r.tokens[i].logprob = e.logprobs[i];
         r.usage = e.usage;
         r.have_usage = true;
+        r.sequences = e.sequences;
         touch(it->second);
         finished.push_back(f.ticket);
     }

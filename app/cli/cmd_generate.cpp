@@ -32,9 +32,10 @@ const char* const kUsage =
     "       lorascope-cli generate --demo [--demo-model t5|bart|bloom] [--demo-dir DIR] [options above]\n"
     "  input:  JSON Lines {\"id\", \"prompt\" | \"input_ids\", \"adapter\", \"params\": {max_new_tokens, min_new_tokens,\n"
     "          do_sample, temperature, top_k, top_p, typical_p, min_p, repetition_penalty, no_repeat_ngram_size,\n"
-    "          num_beams, length_penalty, early_stopping, stop, seed, ignore_eos, logprobs}}\n"
+    "          num_beams, num_return_sequences, length_penalty, early_stopping, stop, seed, ignore_eos, logprobs}}\n"
     "  output: JSON Lines {\"id\", \"text\", \"token_ids\", \"finish_reason\", \"prompt_tokens\", \"generated_tokens\",\n"
-    "          \"logprobs\" (when asked), \"error\" (when the request failed)}, in completion order\n"
+    "          \"logprobs\" (when asked), \"sequences\" (num_return_sequences > 1: [{\"text\", \"token_ids\", \"score\" (beams)}],\n"
+    "          best first, the first being text/token_ids), \"error\" (when the request failed)}, in completion order\n"
     "  --stats FILE: one JSON line per engine step\n"
     "  --kv-cache-mb: the KV cache's size (default: from the model and the free memory); requests that\n"
     "          do not fit wait in the queue\n"
@@ -59,6 +60,15 @@ public:
                      {"prompt_tokens", e.usage.prompt_tokens},
                      {"generated_tokens", e.usage.generated_tokens}};
         if (!e.logprobs.empty()) line["logprobs"] = e.logprobs;
+        if (!e.sequences.empty()) {
+            json sequences = json::array();
+            for (const auto& s : e.sequences) {
+                json one = {{"text", s.text}, {"token_ids", s.token_ids}};
+                if (s.score) one["score"] = *s.score;
+                sequences.push_back(std::move(one));
+            }
+            line["sequences"] = std::move(sequences);
+        }
         if (!e.error.empty()) line["error"] = e.error;
         writer_.write(line);
         ++finished_;

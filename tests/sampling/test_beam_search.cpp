@@ -87,7 +87,7 @@ class TestBeamSearch : public QObject {
                 }
                 s->beams = std::move(next);
                 if (s->beam->done() || static_cast<int64_t>(s->beams[0].size()) >= s->max_length) {
-                    s->result = s->beam->finalize(s->beams);
+                    s->result = s->beam->finalize(s->beams).front();
                     s->finished = true;
                 }
             }

@@ -113,6 +113,18 @@ private Q_SLOTS:
         });
         QVERIFY2(contains(message, "min_new_tokens (9) is larger than max_new_tokens (3)"), message.c_str());
 
+        // num_return_sequences: refused where transformers refuses it, and with stops (not matched per row).
+        for (const auto& [params, expected] : std::vector<std::pair<const char*, const char*>>{
+                 {R"({"num_return_sequences": 2})", "needs beam search"},
+                 {R"({"num_beams": 2, "num_return_sequences": 3})", "must be at most num_beams (2)"},
+                 {R"({"do_sample": true, "num_return_sequences": 2, "stop": ["x"]})", "not supported with num_return_sequences"},
+                 {R"({"num_return_sequences": 0})", "num_return_sequences must be at least 1"}}) {
+            message = invalid_argument_message([&] { resolve(parse_generation_params(params), config); });
+            QVERIFY2(contains(message, expected), (std::string(params) + ": " + message).c_str());
+        }
+        QCOMPARE(resolve(parse_generation_params(R"({"do_sample": true, "num_return_sequences": 3})"), config).num_return_sequences,
+                 int64_t(3));
+
         // A bad generation_config.json is reported like a bad request.
         GenerationConfig bad;
         bad.top_p = 0;

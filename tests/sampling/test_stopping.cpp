@@ -1,5 +1,6 @@
-// Stopping: eos, max_new_tokens, and stop sequences matched on text across token boundaries with
-// the matched text excluded and partial matches held back (never retracted).
+// Stopping: eos, max_new_tokens, and stop sequences matched as transformers' StopStringCriteria
+// does (on the tokens' own strings, across token boundaries) with the matched text excluded and
+// partial matches held back (never retracted).
 #include <QtTest/QtTest>
 
 #include <random>
@@ -34,7 +35,7 @@ Outcome feed(const ResolvedGenerationParams& params, const std::vector<std::stri
     Outcome out;
     for (size_t i = 0; i < pieces.size(); ++i) {
         const int64_t id = static_cast<int64_t>(i) == eos_at ? 2 : 10 + static_cast<int64_t>(i);
-        StoppingCriteria::Step step = criteria.push(id, pieces[i]);
+        StoppingCriteria::Step step = criteria.push(id, pieces[i], pieces[i]);   // delta == the token's piece
         out.text += step.text;
         ++out.tokens;
         if (step.reason != StopReason::None) {
@@ -83,16 +84,16 @@ private Q_SLOTS:
 
     void partialMatchIsHeldThenReleased() {
         StoppingCriteria criteria(params_with({"END"}), 100);
-        QCOMPARE(criteria.push(10, "the E").text, std::string("the "));   // "E" may start "END"
-        QCOMPARE(criteria.push(11, "N").text, std::string());              // "EN" still may
-        const StoppingCriteria::Step step = criteria.push(12, "D?");        // "END" completes
+        QCOMPARE(criteria.push(10, "the E", "the E").text, std::string("the "));   // "E" may start "END"
+        QCOMPARE(criteria.push(11, "N", "N").text, std::string());              // "EN" still may
+        const StoppingCriteria::Step step = criteria.push(12, "D?", "D?");        // "END" completes
         QCOMPARE(step.text, std::string());
         QVERIFY(step.reason == StopReason::Stop);
         QCOMPARE(criteria.text(), std::string("the "));
 
         StoppingCriteria other(params_with({"END"}), 100);
-        QCOMPARE(other.push(10, "the E").text, std::string("the "));
-        QCOMPARE(other.push(11, "NX").text, std::string("ENX"));            // no longer a match
+        QCOMPARE(other.push(10, "the E", "the E").text, std::string("the "));
+        QCOMPARE(other.push(11, "NX", "NX").text, std::string("ENX"));            // no longer a match
         QVERIFY(other.reason() == StopReason::None);
     }
 
@@ -116,10 +117,28 @@ private Q_SLOTS:
     }
 
     void multibyteStopSequence() {
-        // "é" is two bytes; a detokenizer might hand them over separately, the match still holds.
-        const Outcome out = feed(params_with({"caf\xC3\xA9!"}), {"un caf", "\xC3", "\xA9", "!", " ok"}, 100);
+        // "é" as one token: the text and the token's piece both show it; the match holds.
+        Outcome out = feed(params_with({"caf\xC3\xA9!"}), {"un caf", "\xC3\xA9", "!", " ok"}, 100);
         QCOMPARE(out.text, std::string("un "));
         QVERIFY(out.reason == StopReason::Stop);
+        // Its two bytes as two tokens: the detokenizer holds the first byte back and then releases
+        // "é", but each token's own piece is U+FFFD, so transformers' StopStringCriteria never
+        // matches, and neither do we; the text is released whole.
+        const std::string fffd = "\xEF\xBF\xBD";
+        StoppingCriteria criteria(params_with({"caf\xC3\xA9"}), 100);
+        std::string text = criteria.push(10, "un caf", "un caf").text;
+        QCOMPARE(text, std::string("un "));                               // "caf" may start the stop
+        text += criteria.push(11, "", fffd).text;                         // 0xC3 held by the detokenizer
+        const StoppingCriteria::Step step = criteria.push(12, "\xC3\xA9", fffd);
+        text += step.text;
+        QVERIFY(step.reason == StopReason::None);
+        QCOMPARE(text, std::string("un caf\xC3\xA9"));
+        // A stop string may begin in the context (the prompt) and end in the first token.
+        StoppingCriteria with_context(params_with({"ab"}), 100);
+        with_context.add_context("xa");
+        const StoppingCriteria::Step first = with_context.push(10, "bc", "bc");
+        QVERIFY(first.reason == StopReason::Stop);
+        QCOMPARE(first.text, std::string("bc"));   // the text never showed the stop's start
     }
 
     void eosUnlessIgnored() {
@@ -139,8 +158,8 @@ private Q_SLOTS:
 
     void nothingAfterFinish() {
         StoppingCriteria criteria(params_with({}), 1);
-        QVERIFY(criteria.push(10, "a").reason == StopReason::Length);
-        const StoppingCriteria::Step after = criteria.push(11, "b");
+        QVERIFY(criteria.push(10, "a", "a").reason == StopReason::Length);
+        const StoppingCriteria::Step after = criteria.push(11, "b", "b");
         QVERIFY(after.reason == StopReason::None);
         QVERIFY(after.text.empty());
         QCOMPARE(criteria.generated(), int64_t(1));
@@ -177,7 +196,7 @@ private Q_SLOTS:
             for (const auto& s : stops) longest = std::max(longest, s.size());
             StopSequenceMatcher matcher(stops);
             for (const auto& piece : pieces) {
-                if (matcher.push(piece).matched) break;
+                if (matcher.push(piece, piece).matched) break;
                 QVERIFY(matcher.held().size() < longest);
             }
         }

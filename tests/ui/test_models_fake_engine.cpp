@@ -26,6 +26,20 @@ class ModelsFakeEngineTest : public QObject {
     QTemporaryDir dir_;
 
 private Q_SLOTS:
+    // A request with num_return_sequences > 1: its detail pane shows the text, then the others.
+    void detailTextShowsTheOtherReturnedSequences() {
+        RequestRecord r;
+        r.text = QStringLiteral("best");
+        QCOMPARE(r.detailText(), QStringLiteral("best"));
+        r.sequences = {{"best", {5, 2}, -0.25}, {"second", {6, 2}, -0.5}, {"third", {7, 7, 2}, -1.125}};
+        QCOMPARE(r.detailText(), QStringLiteral("best\n\n[sequence 2 of 3, score -0.5000]\nsecond"
+                                                "\n\n[sequence 3 of 3, score -1.1250]\nthird"));
+        r.sequences = {{"best", {5, 2}, std::nullopt}, {"other", {6, 2}, std::nullopt}};   // sampled: no score
+        QCOMPARE(r.detailText(), QStringLiteral("best\n\n[sequence 2 of 2]\nother"));
+        r.error = QStringLiteral("boom");
+        QCOMPARE(r.detailText(), QStringLiteral("boom"));
+    }
+
     void modelsPassTheTesterWhileStreaming() {
         EngineBridge bridge([](const EngineOptions& o) { return test::FakeEngine::create(o); });
         RequestTableModel requests;

@@ -1,6 +1,6 @@
 // `lorascope --screenshot DIR --model M --adapter A --adapter B` as a user runs it, on the oracle's
 // tiny T5 with two adapters and the real engine: it exits 0 and writes the main window, the
-// comparison view and the batching inspector as PNGs of about 1280x800.
+// comparison view and the batching inspector as PNGs of about 1280x800, none of them blank.
 #include <QDir>
 #include <QImage>
 #include <QProcess>
@@ -8,10 +8,24 @@
 #include <QtTest>
 
 #include "e2e_support.h"
+#include "image_checks.h"
 
 class ScreenshotRealEngineTest : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    // The check below would pass anything if it could not tell a blank window from a painted one.
+    void blankCheckRejectsUniformAndAcceptsPaintedImages() {
+        QImage flat(1280, 800, QImage::Format_RGB32);
+        flat.fill(QColor(239, 239, 239));
+        QVERIFY(!lorascope::test::blank_image_problem(flat, QStringLiteral("flat")).isEmpty());
+        QImage painted = flat;
+        for (int y = 0; y < painted.height(); ++y)
+            for (int x = 0; x < painted.width(); ++x)
+                if ((x / 7 + y / 11) % 3 == 0) painted.setPixelColor(x, y, QColor::fromHsv((x * 7 + y) % 360, 200, (x + y) % 256));
+        QVERIFY2(lorascope::test::blank_image_problem(painted, QStringLiteral("painted")).isEmpty(),
+                 qPrintable(lorascope::test::blank_image_problem(painted, QStringLiteral("painted"))));
+    }
+
     void screenshotModeWritesThreeWindowSizedPngs() {
         const lorascope::test::E2eManifest m = lorascope::test::loadE2eManifest();
         QVERIFY2(m.error.isEmpty(), qPrintable(m.error));
@@ -40,6 +54,8 @@ private Q_SLOTS:
             QVERIFY2(!image.isNull(), qPrintable(f));
             QVERIFY2(qAbs(image.width() - 1280) <= 64 && qAbs(image.height() - 800) <= 64,
                      qPrintable(QStringLiteral("%1 is %2x%3").arg(f).arg(image.width()).arg(image.height())));
+            const QString blank = lorascope::test::blank_image_problem(image, f);
+            QVERIFY2(blank.isEmpty(), qPrintable(blank));
         }
     }
 };

@@ -113,8 +113,13 @@ class WindowRealEngineTest : public QObject {
         const auto it = cli_.find(r.client_id);
         QVERIFY2(it != cli_.end(), qPrintable(r.client_id));
         test::check_finished_as(r, it->second.text, it->second.token_ids, it->second.finish_reason);
-        // HF + PEFT agree (the oracle's greedy ids, eos included when generated).
-        QCOMPARE(it->second.token_ids, idsOf(manifestPrompt(r.client_id).value(QStringLiteral("hf_greedy_ids")).toArray()));
+        // HF + PEFT agree: the oracle's greedy ids (eos included when generated), HF's decoded text
+        // (tokenizer.decode(ids, skip_special_tokens=True)) and the prompt's length in HF's input_ids.
+        const QJsonObject hf = manifestPrompt(r.client_id);
+        QCOMPARE(it->second.token_ids, idsOf(hf.value(QStringLiteral("hf_greedy_ids")).toArray()));
+        QCOMPARE(r.text, hf.value(QStringLiteral("hf_text")).toString());
+        QVERIFY(r.have_usage);
+        QCOMPARE(qint64(r.usage.prompt_tokens), qint64(hf.value(QStringLiteral("input_ids")).toArray().size()));
     }
 
     QMessageBox* errorDialog(MainWindow& w) {
@@ -143,6 +148,16 @@ private Q_SLOTS:
                                                               idsOf(o.value(QStringLiteral("token_ids")).toArray())};
         }
         QCOMPARE(cli_.size(), size_t(5));
+        // The prompts' ids as our tokenizer makes them (what the window submits) equal HF's input_ids.
+        for (const auto& v : manifest_.prompts) {
+            const QJsonObject p = v.toObject();
+            const QByteArray tok = test::runCli({QStringLiteral("tokenize"), QStringLiteral("--model"), manifest_.model,
+                                                 QStringLiteral("--text"), p.value(QStringLiteral("prompt")).toString()},
+                                                {}, &error);
+            QVERIFY2(error.isEmpty(), qPrintable(error));
+            QCOMPARE(idsOf(QJsonDocument::fromJson(tok).object().value(QStringLiteral("ids")).toArray()),
+                     idsOf(p.value(QStringLiteral("input_ids")).toArray()));
+        }
     }
 
     void loadAndAddAdaptersMatchCliInfo() {

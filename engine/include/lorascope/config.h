@@ -96,6 +96,7 @@ struct GenerationConfig {
     std::optional<int64_t> min_new_tokens;
     bool do_sample = false;
     int64_t num_beams = 1;
+    int64_t num_return_sequences = 1;
     double temperature = 1.0;
     int64_t top_k = 50;
     double top_p = 1.0;

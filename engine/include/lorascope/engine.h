@@ -45,12 +45,22 @@ struct Usage {
     double total_ms = 0;          // submit -> finish
 };
 
+// One of the sequences a request with num_return_sequences > 1 returns.
+struct ReturnedSequence {
+    std::string text;                    // decoded as FinishEvent::text
+    std::vector<int64_t> token_ids;      // as FinishEvent::token_ids
+    std::optional<double> score;         // beam search: sum_logprobs / generated_len ** length_penalty
+};
+
 struct FinishEvent {
     RequestId id = 0;
     FinishReason reason = FinishReason::Eos;
     std::string text;                    // full text, stop sequence excluded
     std::vector<int64_t> token_ids;      // generated ids (no decoder start; eos included when generated)
     std::vector<float> logprobs;         // when params.logprobs
+    // num_return_sequences > 1: every returned sequence, best first; [0] is text/token_ids above.
+    // Empty otherwise.
+    std::vector<ReturnedSequence> sequences;
     Usage usage;
     std::string error;                   // when reason == Error
     std::string client_id;               // Request::client_id, echoed

@@ -30,6 +30,9 @@ struct GenerationParams {
     std::optional<double> repetition_penalty;
     std::optional<int64_t> no_repeat_ngram_size;
     std::optional<int64_t> num_beams;
+    // Sequences returned per request (Hugging Face's num_return_sequences): the best ones of a beam
+    // search (at most num_beams), or that many sequences sampled independently.
+    std::optional<int64_t> num_return_sequences;
     std::optional<double> length_penalty;
     std::optional<EarlyStopping> early_stopping;
     std::optional<std::vector<std::string>> stop;   // matched on decoded text, excluded from the output
@@ -63,6 +66,7 @@ struct ResolvedGenerationParams {
     double repetition_penalty = 1.0;
     int64_t no_repeat_ngram_size = 0;
     int64_t num_beams = 1;
+    int64_t num_return_sequences = 1;
     double length_penalty = 1.0;
     EarlyStopping early_stopping = EarlyStopping::False;
     std::vector<std::string> stop;

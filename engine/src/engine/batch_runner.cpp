@@ -379,8 +379,9 @@ void BatchRunner::choose_and_emit(const at::Tensor& raw, const StepBatch& batch,
             LiveRequest& r = batch.request(i);
             const int64_t offset = batch.first_row(i) - row0;
             if (r.finished) continue;  // a leave that failed: it rides along until it is retried
-            if (r.beams) {
-                const auto source = r.beam_step(logits.narrow(0, offset, r.rows()), tokenizer_);
+            if (r.multi_row()) {
+                const at::Tensor rows = logits.narrow(0, offset, r.rows());
+                const auto source = r.beams ? r.beam_step(rows, tokenizer_) : r.sample_rows_step(rows, tokenizer_);
                 bool moved = false;
                 for (size_t j = 0; j < source.size(); ++j) moved = moved || source[j] != static_cast<int64_t>(j);
                 // The beams' block tables follow their sources: references only, inside this request.

@@ -2,17 +2,31 @@
 
 #include "engine/emitter.h"
 
+#include <algorithm>
 #include <limits>
 #include <random>
 
 #include "lorascope/error.h"
 #include "models/model.h"
+#include "tokenizer/unicode.h"
 
 namespace lorascope::engine_detail {
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
 }
+
+namespace {
+
+// What transformers' StopStringCriteria matches stop strings against: the token decoded on its
+// own after other text (SentencePiece keeps its leading space), a partial UTF-8 character as U+FFFD.
+std::string stop_piece(const Tokenizer* tokenizer, int64_t id) {
+    if (!tokenizer) return {};
+    const auto bytes = tokenizer->token_bytes(id, /*first=*/false);
+    return bytes ? tokenizer::utf8_lossy(*bytes) : std::string();
+}
+
+}  // namespace
 
 void LiveRequest::prepare(const Request& request, const models::Model& model, const Tokenizer* tokenizer) {
     const std::string source = "request " + (client_id.empty() ? std::to_string(id) : client_id);
@@ -46,6 +60,11 @@ void LiveRequest::prepare(const Request& request, const models::Model& model, co
     if (params.num_beams > 1) {
         beams = std::make_unique<sampling::BeamSearch>(params, input_ids_length, input_ids_length + max_new_tokens);
         beam_ids.assign(static_cast<size_t>(params.num_beams), input_ids);
+    } else if (params.num_return_sequences > 1) {
+        const size_t n = static_cast<size_t>(params.num_return_sequences);
+        beam_ids.assign(n, input_ids);
+        sample_row_done.assign(n, false);
+        sample_row_logprobs.assign(n, {});
     }
     if (params.do_sample) {
         if (!params.seed) params.seed = std::random_device{}();
@@ -53,6 +72,9 @@ void LiveRequest::prepare(const Request& request, const models::Model& model, co
     }
     if (tokenizer) detokenizer = std::make_unique<StreamingDetokenizer>(*tokenizer, true);
     stopping = std::make_unique<sampling::StoppingCriteria>(params, max_new_tokens);
+    // HF's criterion sees generate()'s whole input_ids: a stop string may begin in the context.
+    if (!params.stop.empty())
+        for (int64_t t : input_ids) stopping->add_context(stop_piece(tokenizer, t));
 }
 
 int64_t LiveRequest::kv_blocks_needed(bool encoder_decoder) const {
@@ -66,7 +88,7 @@ int64_t LiveRequest::kv_blocks_needed(bool encoder_decoder) const {
 scheduler::Demand LiveRequest::demand() const {
     scheduler::Demand d;
     d.id = id;
-    d.rows = params.num_beams;
+    d.rows = rows();
     d.prompt_tokens = static_cast<int64_t>(prompt_ids.size());
     d.max_new_tokens = max_new_tokens;
     d.skipped = skipped;
@@ -74,7 +96,7 @@ scheduler::Demand LiveRequest::demand() const {
 }
 
 void LiveRequest::append_last_tokens(std::vector<int64_t>& out) const {
-    if (beams) {
+    if (multi_row()) {
         for (const auto& ids : beam_ids) out.push_back(ids.back());
     } else {
         out.push_back(input_ids.back());
@@ -89,7 +111,7 @@ void LiveRequest::append_logits_rows(std::vector<sampling::LogitsRow>& out) cons
         r.input_ids_length = input_ids_length;
         return r;
     };
-    if (beams) {
+    if (multi_row()) {
         for (const auto& ids : beam_ids) out.push_back(row(ids));
     } else {
         out.push_back(row(input_ids));
@@ -116,13 +138,66 @@ std::vector<int64_t> LiveRequest::beam_step(const at::Tensor& logits, const Toke
 
     const bool at_limit = static_cast<int64_t>(beam_ids.front().size()) >= input_ids_length + max_new_tokens;
     if (beams->done() || at_limit) {
-        const auto best = beams->finalize(beam_ids);
+        const auto results = beams->finalize(beam_ids, params.num_return_sequences);
+        const auto& best = results.front();
+        if (params.num_return_sequences > 1) {
+            for (const auto& h : results) {
+                ReturnedSequence s;
+                s.token_ids.assign(h.ids.begin() + input_ids_length, h.ids.end());
+                if (tokenizer) s.text = tokenizer->decode(s.token_ids, /*skip_special_tokens=*/true);
+                s.score = h.score;
+                returned.push_back(std::move(s));
+            }
+        }
         // Stream the winner now; accept() applies eos/length exactly as for other requests.
         for (size_t i = static_cast<size_t>(input_ids_length); i < best.ids.size() && !finished; ++i)
             accept(sampling::TokenChoice{best.ids[i], std::numeric_limits<float>::quiet_NaN()}, tokenizer);
         if (!finished) finish(FinishReason::Length);
     }
     return step.source;
+}
+
+std::vector<int64_t> LiveRequest::sample_rows_step(const at::Tensor& logits, const Tokenizer* tokenizer) {
+    at::Tensor scores = logits.to(at::kFloat).contiguous().clone();
+    std::vector<sampling::LogitsRow> rows;
+    append_logits_rows(rows);
+    sampling::process_logits(scores, rows);
+    const auto choices = sampling::choose_next_tokens(scores, rows, std::vector<at::Generator>(rows.size(), generator));
+    if (first_token.time_since_epoch().count() == 0) first_token = Clock::now();
+
+    const int64_t filler = params.eos_token_ids.empty() ? 0 : params.eos_token_ids.front();
+    bool all_done = true;
+    for (size_t j = 0; j < beam_ids.size(); ++j) {
+        if (sample_row_done[j]) {
+            beam_ids[j].push_back(filler);   // HF appends pad to ended rows; never read
+            continue;
+        }
+        const int64_t token = choices[j].token_id;
+        beam_ids[j].push_back(token);
+        sample_row_logprobs[j].push_back(choices[j].logprob);
+        const bool eos = !params.ignore_eos &&
+                         std::find(params.eos_token_ids.begin(), params.eos_token_ids.end(), token) != params.eos_token_ids.end();
+        const int64_t produced = static_cast<int64_t>(beam_ids[j].size()) - input_ids_length;
+        sample_row_done[j] = eos || produced >= max_new_tokens;
+        all_done = all_done && sample_row_done[j];
+    }
+    if (all_done) {
+        for (size_t j = 0; j < beam_ids.size(); ++j) {
+            ReturnedSequence s;
+            s.token_ids.assign(beam_ids[j].begin() + input_ids_length, beam_ids[j].end());
+            s.token_ids.resize(sample_row_logprobs[j].size());   // without the filler of ended rows
+            if (tokenizer) s.text = tokenizer->decode(s.token_ids, /*skip_special_tokens=*/true);
+            returned.push_back(std::move(s));
+        }
+        const std::vector<int64_t> first = returned.front().token_ids;
+        const std::vector<float> first_logprobs = sample_row_logprobs.front();
+        for (size_t i = 0; i < first.size() && !finished; ++i)
+            accept(sampling::TokenChoice{first[i], first_logprobs[i]}, tokenizer);
+        if (!finished) finish(FinishReason::Length);
+    }
+    std::vector<int64_t> identity(beam_ids.size());
+    for (size_t j = 0; j < identity.size(); ++j) identity[j] = static_cast<int64_t>(j);
+    return identity;
 }
 
 void LiveRequest::accept(const sampling::TokenChoice& choice, const Tokenizer* tokenizer) {
@@ -134,7 +209,14 @@ void LiveRequest::accept(const sampling::TokenChoice& choice, const Tokenizer* t
     if (first_token.time_since_epoch().count() == 0) first_token = Clock::now();
 
     const std::string delta = detokenizer ? detokenizer->push(token) : std::string();
-    const auto step = stopping->push(token, delta);
+    auto step = stopping->push(token, delta, params.stop.empty() ? std::string() : stop_piece(tokenizer, token));
+    if ((step.reason == sampling::StopReason::Eos || step.reason == sampling::StopReason::Length) && detokenizer) {
+        // The last token streams whatever the detokenizer still holds, so that the streamed
+        // deltas add up to the final text.
+        const std::string tail = detokenizer->finish();
+        step.text += tail;
+        stopping->append_final(tail);
+    }
     TokenEvent event;
     event.id = id;
     event.token_id = token;
@@ -174,6 +256,11 @@ void LiveRequest::finish(FinishReason reason, const std::string& error) {
     }
     event.token_ids = generated;
     event.logprobs = logprobs;
+    if (reason != FinishReason::Error && reason != FinishReason::Cancelled) {
+        event.sequences = returned;
+        // The first is what was streamed; its text is the streamed text.
+        if (!event.sequences.empty()) event.sequences.front().text = event.text;
+    }
     event.error = error;
     event.usage.prompt_tokens = static_cast<int64_t>(prompt_ids.size());
     event.usage.generated_tokens = static_cast<int64_t>(generated.size());

@@ -42,7 +42,15 @@ struct LiveRequest {
     // Beam search: the request's beams are consecutive batch rows, each with its own ids. Tokens
     // stream only when the search ends (a beam's tokens are not final until then).
     std::unique_ptr<sampling::BeamSearch> beams;
+    // Rows of a multi-row request (beams, or num_return_sequences sampled sequences), each with
+    // its own ids; empty for single-row requests.
     std::vector<std::vector<int64_t>> beam_ids;
+    // Sampling with num_return_sequences > 1: per row, whether it ended and its logprobs. Like
+    // beams, the rows stream (row 0) when every row has ended.
+    std::vector<bool> sample_row_done;
+    std::vector<std::vector<float>> sample_row_logprobs;
+    // num_return_sequences > 1: all returned sequences, filled when the search ends.
+    std::vector<ReturnedSequence> returned;
 
     std::vector<int64_t> generated;
     std::vector<float> logprobs;
@@ -80,7 +88,8 @@ struct LiveRequest {
     // and new tokens for decoder-only models, new tokens for seq2seq) and its encoder memory.
     int64_t kv_blocks_needed(bool encoder_decoder) const;
     std::vector<RequestId> ids() const { return {id}; }
-    int64_t rows() const { return beams ? beams->num_beams() : 1; }
+    int64_t rows() const { return beam_ids.empty() ? 1 : static_cast<int64_t>(beam_ids.size()); }
+    bool multi_row() const { return !beam_ids.empty(); }
     // What the batch rows of this request feed the model next, and how the processors see them.
     void append_last_tokens(std::vector<int64_t>& out) const;
     void append_logits_rows(std::vector<sampling::LogitsRow>& out) const;
@@ -89,6 +98,11 @@ struct LiveRequest {
     // for each row, the row it continues (for reordering the caches); finishes the request when
     // the search is over, streaming the best hypothesis' tokens then.
     std::vector<int64_t> beam_step(const at::Tensor& logits, const Tokenizer* tokenizer);
+    // One step of num_return_sequences sampled rows ([rows(), vocab] raw logits), as transformers'
+    // _sample on the expanded batch: every row is processed and drawn from the request's one
+    // generator in row order, rows that ended too (HF keeps drawing for them), so each row draws
+    // what HF's row draws. Rows never move: returns the identity.
+    std::vector<int64_t> sample_rows_step(const at::Tensor& logits, const Tokenizer* tokenizer);
 
     // Records the chosen token, streams its text and finishes the request when a criterion says so.
     void accept(const sampling::TokenChoice& choice, const Tokenizer* tokenizer);

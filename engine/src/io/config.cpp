@@ -164,6 +164,7 @@ GenerationConfig parse_generation(const ObjectReader& r) {
     g.min_new_tokens = r.get_int("min_new_tokens");
     g.do_sample = r.get_bool("do_sample", g.do_sample);
     g.num_beams = r.get_int("num_beams", g.num_beams);
+    g.num_return_sequences = r.get_int("num_return_sequences", g.num_return_sequences);
     g.temperature = r.get_double("temperature", g.temperature);
     g.top_k = r.get_int("top_k", g.top_k);
     g.top_p = r.get_double("top_p", g.top_p);

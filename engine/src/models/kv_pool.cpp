@@ -184,10 +184,10 @@ void PagedStep::write(int64_t layer, const at::Tensor& k, const at::Tensor& v) c
     };
     // index_put_ on the pool tensor itself: at::Tensor is a handle, the pool's storage is shared.
     // The pool is [blocks, H, kBs, D]: position (block, offset) of every head at once.
-    using at::indexing::Slice;
-    using at::indexing::TensorIndex;
+    // As pool[blocks, :, offsets]; tensor indices with an empty one for the full dimension, not
+    // at::indexing::TensorIndex, whose copies read an uninitialised bool (UBSan, LibTorch 1.13).
     at::Tensor keys = pool->keys(layer), values = pool->values(layer);
-    const std::vector<TensorIndex> at_slot = {TensorIndex(write_blocks), TensorIndex(Slice()), TensorIndex(write_offsets)};
+    const c10::List<c10::optional<at::Tensor>> at_slot({write_blocks, c10::nullopt, write_offsets});
     keys.index_put_(at_slot, rows_of(k).to(keys.scalar_type()));
     values.index_put_(at_slot, rows_of(v).to(values.scalar_type()));
 }

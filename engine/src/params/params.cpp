@@ -82,6 +82,7 @@ void check_ranges(const GenerationParams& p, const std::string& source) {
     at_least("top_k", p.top_k, 0);
     at_least("no_repeat_ngram_size", p.no_repeat_ngram_size, 0);
     at_least("num_beams", p.num_beams, 1);
+    at_least("num_return_sequences", p.num_return_sequences, 1);
     if (p.temperature && *p.temperature < 0)
         reject(source, "temperature must be greater than 0, got " + format_number(*p.temperature));
     if (p.top_p && !(*p.top_p > 0 && *p.top_p <= 1))
@@ -120,6 +121,7 @@ GenerationParams generation_params_from_json(const Json& object, const std::stri
         else if (key == "repetition_penalty") p.repetition_penalty = read_double(source, key, v);
         else if (key == "no_repeat_ngram_size") p.no_repeat_ngram_size = read_int(source, key, v);
         else if (key == "num_beams") p.num_beams = read_int(source, key, v);
+        else if (key == "num_return_sequences") p.num_return_sequences = read_int(source, key, v);
         else if (key == "length_penalty") p.length_penalty = read_double(source, key, v);
         else if (key == "early_stopping") {
             if (v.is_boolean()) p.early_stopping = v.get<bool>() ? EarlyStopping::True : EarlyStopping::False;
@@ -146,7 +148,7 @@ GenerationParams generation_params_from_json(const Json& object, const std::stri
         else
             reject(source, "unknown parameter '" + key +
                                "' (known: max_new_tokens, min_new_tokens, do_sample, temperature, top_k, top_p, "
-                               "typical_p, min_p, repetition_penalty, no_repeat_ngram_size, num_beams, "
+                               "typical_p, min_p, repetition_penalty, no_repeat_ngram_size, num_beams, num_return_sequences, "
                                "length_penalty, early_stopping, stop, seed, ignore_eos, logprobs)");
     }
     check_ranges(p, source);
@@ -169,6 +171,7 @@ Json to_json(const GenerationParams& p) {
     put("repetition_penalty", p.repetition_penalty);
     put("no_repeat_ngram_size", p.no_repeat_ngram_size);
     put("num_beams", p.num_beams);
+    put("num_return_sequences", p.num_return_sequences);
     put("length_penalty", p.length_penalty);
     if (p.early_stopping) {
         if (*p.early_stopping == EarlyStopping::Never) out["early_stopping"] = "never";
@@ -226,6 +229,7 @@ ResolvedGenerationParams resolve(const GenerationParams& p, const GenerationConf
     r.repetition_penalty = p.repetition_penalty.value_or(c.repetition_penalty);
     r.no_repeat_ngram_size = p.no_repeat_ngram_size.value_or(c.no_repeat_ngram_size);
     r.num_beams = p.num_beams.value_or(c.num_beams);
+    r.num_return_sequences = p.num_return_sequences.value_or(c.num_return_sequences);
     r.length_penalty = p.length_penalty.value_or(c.length_penalty);
     r.early_stopping = p.early_stopping.value_or(c.early_stopping ? EarlyStopping::True : EarlyStopping::False);
     r.stop = p.stop.value_or(std::vector<std::string>{});
@@ -248,6 +252,7 @@ ResolvedGenerationParams resolve(const GenerationParams& p, const GenerationConf
     merged.repetition_penalty = r.repetition_penalty;
     merged.no_repeat_ngram_size = r.no_repeat_ngram_size;
     merged.num_beams = r.num_beams;
+    merged.num_return_sequences = r.num_return_sequences;
     merged.stop = r.stop;
     check_ranges(merged, source);
     if (r.max_length < 1) reject(source, "generation_config.json's max_length must be at least 1, got " + std::to_string(r.max_length));
@@ -257,6 +262,15 @@ ResolvedGenerationParams resolve(const GenerationParams& p, const GenerationConf
     if (r.max_new_tokens && r.min_new_tokens && *r.min_new_tokens > *r.max_new_tokens)
         reject(source, "min_new_tokens (" + std::to_string(*r.min_new_tokens) + ") is larger than max_new_tokens (" +
                            std::to_string(*r.max_new_tokens) + ")");
+    // As transformers' GenerationConfig.validate and _prepare_..._expansion refuse them.
+    if (r.num_return_sequences > 1 && r.num_beams == 1 && !r.do_sample)
+        reject(source, "num_return_sequences (" + std::to_string(r.num_return_sequences) +
+                           ") needs beam search (num_beams > 1): greedy decoding returns one sequence");
+    if (r.num_return_sequences > r.num_beams && r.num_beams > 1)
+        reject(source, "num_return_sequences (" + std::to_string(r.num_return_sequences) +
+                           ") must be at most num_beams (" + std::to_string(r.num_beams) + ")");
+    if (r.num_return_sequences > 1 && r.num_beams == 1 && !r.stop.empty())
+        reject(source, "stop sequences are not supported with num_return_sequences > 1");
     if (r.num_beams > 1 && !r.stop.empty())
         reject(source, "stop sequences are not supported with beam search (num_beams > 1)");
     return r;

@@ -108,7 +108,7 @@ BeamSearch::Step BeamSearch::step(const at::Tensor& scores, const std::vector<st
     return out;
 }
 
-BeamSearch::Result BeamSearch::finalize(const std::vector<std::vector<int64_t>>& beams) {
+std::vector<BeamSearch::Result> BeamSearch::finalize(const std::vector<std::vector<int64_t>>& beams, int64_t count) {
     if (!done_) {
         for (int64_t b = 0; b < num_beams_ && b < static_cast<int64_t>(beams.size()); ++b)
             add(beams[static_cast<size_t>(b)], static_cast<double>(beam_scores_[static_cast<size_t>(b)]),
@@ -116,15 +116,22 @@ BeamSearch::Result BeamSearch::finalize(const std::vector<std::vector<int64_t>>&
         done_ = true;
     }
     TORCH_CHECK(!hypotheses_.empty(), "BeamSearch::finalize without any hypothesis");
-    // HF sorts by score (stable) and pops the last: among equal scores the latest added wins.
-    size_t best = 0;
-    for (size_t i = 1; i < hypotheses_.size(); ++i)
-        if (hypotheses_[i].score >= hypotheses_[best].score) best = i;
-    Result result{hypotheses_[best].ids, hypotheses_[best].score};
-    // Hypotheses closed by eos were stored without it; HF writes eos after any shorter sequence.
-    if (static_cast<int64_t>(result.ids.size()) < max_length_ && !eos_token_ids_.empty())
-        result.ids.push_back(eos_token_ids_[0]);
-    return result;
+    // HF sorts by score (stable) and pops the last, count times: among equal scores the latest
+    // added comes first.
+    std::vector<size_t> order(hypotheses_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return hypotheses_[a].score < hypotheses_[b].score; });
+    std::vector<Result> results;
+    for (size_t k = 0; k < static_cast<size_t>(count) && k < order.size(); ++k) {
+        const Hypothesis& h = hypotheses_[order[order.size() - 1 - k]];
+        Result result{h.ids, h.score};
+        // Hypotheses closed by eos were stored without it; HF writes eos after any shorter sequence.
+        if (static_cast<int64_t>(result.ids.size()) < max_length_ && !eos_token_ids_.empty())
+            result.ids.push_back(eos_token_ids_[0]);
+        results.push_back(std::move(result));
+    }
+    return results;
 }
 
 }  // namespace lorascope::sampling

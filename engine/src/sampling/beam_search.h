@@ -45,8 +45,9 @@ public:
         std::vector<int64_t> ids;   // the beam's full ids, with eos appended when it ended on eos
         double score = 0;           // sum_logprobs / generated_len ** length_penalty
     };
-    // The best hypothesis; `beams` are the rows' ids at the end (used when not done()).
-    Result finalize(const std::vector<std::vector<int64_t>>& beams);
+    // The best `count` hypotheses, best first (transformers' num_beam_hyps_to_keep); `beams` are
+    // the rows' ids at the end (used when not done()). count is at most num_beams.
+    std::vector<Result> finalize(const std::vector<std::vector<int64_t>>& beams, int64_t count = 1);
 
 private:
     struct Hypothesis {

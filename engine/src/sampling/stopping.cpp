@@ -9,23 +9,42 @@ StopSequenceMatcher::StopSequenceMatcher(std::vector<std::string> stops) : stops
     for (const std::string& s : stops_) longest_ = std::max(longest_, s.size());
 }
 
-StopSequenceMatcher::Result StopSequenceMatcher::push(const std::string& delta) {
+void StopSequenceMatcher::add_context(const std::string& piece) {
+    if (stops_.empty()) return;
+    pieces_tail_ += piece;
+    if (pieces_tail_.size() >= longest_) pieces_tail_.erase(0, pieces_tail_.size() - (longest_ - 1));
+}
+
+StopSequenceMatcher::Result StopSequenceMatcher::push(const std::string& delta, const std::string& piece) {
     Result result;
     if (matched_) return result;
     if (stops_.empty()) {
         result.text = delta;
         return result;
     }
+    // StopStringCriteria: a stop string that ends inside this token's piece completes now (one that
+    // ended earlier would have stopped generation then).
+    const size_t before = pieces_tail_.size();
+    pieces_tail_ += piece;
+    std::vector<const std::string*> completed;
+    for (const std::string& s : stops_) {
+        const size_t from = before + 1 >= s.size() ? before + 1 - s.size() : 0;
+        if (pieces_tail_.find(s, from) != std::string::npos) completed.push_back(&s);
+    }
+    if (pieces_tail_.size() >= longest_) pieces_tail_.erase(0, pieces_tail_.size() - (longest_ - 1));
+
     std::string pending = held_ + delta;
     held_.clear();
-    // Released text never contains the start of a possible match (it would have been held), so
-    // any match lies inside `pending`. The earliest complete match wins.
-    size_t match = std::string::npos;
-    for (const std::string& s : stops_) match = std::min(match, pending.find(s));
-    if (match != std::string::npos) {
+    if (!completed.empty()) {
+        // Cut the text where the stop string begins; the earliest occurrence wins. Released text
+        // never holds the start of a match (it would have been held), so it lies inside `pending`;
+        // when the text does not show it at all (its characters are still held by the
+        // detokenizer), everything pending is released.
+        size_t match = std::string::npos;
+        for (const std::string* s : completed) match = std::min(match, pending.find(*s));
         matched_ = true;
         result.matched = true;
-        result.text = pending.substr(0, match);
+        result.text = match == std::string::npos ? pending : pending.substr(0, match);
         return result;
     }
     // Hold back from the earliest position whose suffix is a proper prefix of some stop sequence.
@@ -67,11 +86,11 @@ StoppingCriteria::StoppingCriteria(const ResolvedGenerationParams& params, int64
       max_new_tokens_(max_new_tokens),
       matcher_(params.stop) {}
 
-StoppingCriteria::Step StoppingCriteria::push(int64_t token_id, const std::string& text_delta) {
+StoppingCriteria::Step StoppingCriteria::push(int64_t token_id, const std::string& text_delta, const std::string& piece) {
     Step step;
     if (reason_ != StopReason::None) return step;
     ++generated_;
-    StopSequenceMatcher::Result matched = matcher_.push(text_delta);
+    StopSequenceMatcher::Result matched = matcher_.push(text_delta, piece);
     step.text = std::move(matched.text);
     if (matched.matched) {
         step.reason = StopReason::Stop;
