@@ -68,6 +68,11 @@ uint16_t bf16_round(float f) {
 }
 
 #if LORASCOPE_X86
+// GCC 12's AVX-512 intrinsics pass deliberately undefined vectors (_mm512_undefined_*) as their
+// unused merge operands, which -Wall reports as uninitialized once inlined (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 __attribute__((target("avx512f,avx512bw,avx512vl"))) float row_absmax_avx512(const float* x, int64_t n) {
     __m512 m = _mm512_setzero_ps();
     int64_t k = 0;
@@ -142,6 +147,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void bf16_row_av
         _mm256_mask_storeu_epi16(out + k, m, bits);
     }
 }
+#pragma GCC diagnostic pop
 #endif
 
 // Per-row quantization to bytes. Symmetric (mins == nullptr): scale = absmax / 127, values in
