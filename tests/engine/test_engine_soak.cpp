@@ -130,12 +130,23 @@ private Q_SLOTS:
         auto solo_engine = engine_for(model, 4);
         auto solo_sink = std::make_shared<CollectingSink>();
         std::vector<FinishEvent> solo(requests.size());
+        const auto solo_start = Clock::now();
+        size_t solo_tokens = 0;
         for (size_t i = 0; i < requests.size(); ++i) {
             const RequestId id = solo_engine->submit(requests[i].request, solo_sink);
             QVERIFY(solo_sink->wait_until(id));
             solo[i] = solo_sink->get(id).finishes.at(0);
             QCOMPARE(solo[i].reason == FinishReason::Error, !requests[i].valid);
+            solo_tokens += solo[i].token_ids.size();
         }
+        // The arrival gaps and cancel delays below are wall-clock times chosen for a release build,
+        // where a solo token takes 250-400 us (measured here, loaded or not); on a slower build (ASan) or a loaded
+        // machine they are stretched by the same factor, so that cancels still land at the same
+        // points of a request's life instead of nearly all before its first token.
+        const double solo_us_per_token = std::chrono::duration<double, std::micro>(Clock::now() - solo_start).count() /
+                                         static_cast<double>(std::max<size_t>(1, solo_tokens));
+        const double stretch = std::max(1.0, solo_us_per_token / 400.0);
+        qInfo("solo: %.0f us per token, time stretch %.2f", solo_us_per_token, stretch);
 
         // Together: random arrival, cancels from other threads, a few cancel_all(), and the last
         // adapter unloaded a third of the way through and loaded again at two thirds.
@@ -165,8 +176,9 @@ private Q_SLOTS:
             }
             ids[i] = engine->submit(requests[i].request, sink);
             if (requests[i].cancel) {
-                helpers.emplace_back([&, i, id = ids[i], wait = requests[i].cancel_after_us] {
-                    std::this_thread::sleep_for(std::chrono::microseconds(wait));
+                const auto wait = std::chrono::microseconds(static_cast<int64_t>(requests[i].cancel_after_us * stretch));
+                helpers.emplace_back([&, i, id = ids[i], wait] {
+                    std::this_thread::sleep_for(wait);
                     engine->cancel(id);
                     std::lock_guard<std::mutex> lock(cancel_mutex);
                     cancelled_at[i] = Clock::now();
@@ -176,7 +188,8 @@ private Q_SLOTS:
                 engine->cancel_all();
                 cancel_alls.emplace_back(i + 1, Clock::now());
             }
-            std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 3000)(rng)));
+            std::this_thread::sleep_for(std::chrono::microseconds(
+                static_cast<int64_t>(std::uniform_int_distribution<int>(0, 3000)(rng) * stretch)));
         }
         for (auto& t : helpers) t.join();
         QVERIFY(sink->wait_finished(n, std::chrono::seconds(600)));
