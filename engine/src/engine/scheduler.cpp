@@ -92,7 +92,8 @@ std::string RequestScheduler::rejection(const LiveRequest& r) const {
     auto d = r.demand();
     d.kv_blocks = r.kv_blocks_needed(model_.is_encoder_decoder());
     if (d.rows > limits_.max_batch_size)
-        return "request needs " + std::to_string(d.rows) + " batch rows (num_beams), more than the engine's max_batch_size (" +
+        return "request needs " + std::to_string(d.rows) +
+               " batch rows (num_beams, or num_return_sequences when sampling), more than the engine's max_batch_size (" +
                std::to_string(limits_.max_batch_size) + ")";
     if (d.kv_blocks > limits_.kv_blocks_capacity) {
         const double mib = static_cast<double>(d.kv_blocks * pool_.bytes_per_block()) / (1 << 20);
