@@ -208,7 +208,7 @@ private Q_SLOTS:
             const std::string name = target.empty() ? "<base>" : target;
             QVERIFY2(s.accuracy() >= kMinAccuracy, (model.toStdString() + " " + name + " below the bound").c_str());
         }
-        for (const QString dtype : {QStringLiteral("int8"), QStringLiteral("bfloat16")}) {
+        for (const QString& dtype : {QStringLiteral("int8"), QStringLiteral("bfloat16")}) {
             Scores quantized;
             heldout_scores(m, model, dtype, quantized, /*may_be_unsupported=*/true);
             if (QTest::currentTestFailed()) return;
