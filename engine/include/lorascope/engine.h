@@ -100,7 +100,11 @@ struct StepStats {
 struct EngineOptions {
     std::string model_dir;
     std::string device = "cpu";      // "cpu" or "cuda[:N]"
-    std::string dtype = "float32";   // "float32", "float16", "bfloat16"
+    // "float32", "bfloat16", "int8" (CPU) or "float16". On the CPU it names the type of the linears'
+    // packed weights and products (norms, attention, the KV cache and the residual stream stay
+    // float32); on CUDA the whole model is converted (int8 is CPU-only). cpu_compute_types()
+    // (runtime.h) says which this CPU runs.
+    std::string dtype = "float32";
     int threads = 0;                 // <= 0: all cores
     int64_t max_batch_size = 32;
     int64_t max_batch_tokens = 16384;  // counts padding
