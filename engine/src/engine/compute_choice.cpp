@@ -2,10 +2,10 @@
 
 #include <ATen/ATen.h>
 
-#include <cstdlib>
 #include <optional>
 
 #include "lorascope/error.h"
+#include "models/cpu_gemm.h"
 #include "ops/cpu_matmul.h"
 
 namespace lorascope::engine_detail {
@@ -29,10 +29,7 @@ ComputeChoice parse_compute(const std::string& name, const at::Device& device) {
     };
     const bool cpu = device.is_cpu();
     if (name == "float32" || name == "fp32") {
-        // LORASCOPE_CPU_GEMM=sgemm|torch keeps the unpacked paths, for A/B measurements.
-        const char* gemm = std::getenv("LORASCOPE_CPU_GEMM");
-        const bool unpacked = gemm && (std::string(gemm) == "sgemm" || std::string(gemm) == "torch");
-        if (!cpu || unpacked || !ops::cpu_matmul_available(ops::MatmulKind::Float32)) return {at::kFloat, std::nullopt};
+        if (!cpu || models::cpu_packing_disabled() || !ops::cpu_matmul_available(ops::MatmulKind::Float32)) return {at::kFloat, std::nullopt};
         return packed(ops::MatmulKind::Float32);
     }
     if (name == "float16" || name == "fp16") return {at::kHalf, std::nullopt};

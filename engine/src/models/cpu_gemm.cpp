@@ -26,6 +26,14 @@ bool onednn_enabled() {
 
 }  // namespace
 
+bool cpu_packing_disabled() {
+    static const bool disabled = [] {
+        const char* v = std::getenv("LORASCOPE_CPU_GEMM");
+        return v && (std::strcmp(v, "sgemm") == 0 || std::strcmp(v, "torch") == 0);
+    }();
+    return disabled;
+}
+
 const char* cpu_gemm_backend() { return onednn_enabled() ? "onednn" : "aten"; }
 
 bool cpu_gemm_applies(const at::Tensor& x, const at::Tensor& weight) {

@@ -22,4 +22,8 @@ at::Tensor linear_cpu(const at::Tensor& x, const at::Tensor& weight, const at::T
 // Which backend the CPU linears use in this process: "onednn" or "aten".
 const char* cpu_gemm_backend();
 
+// True when LORASCOPE_CPU_GEMM is "sgemm" or "torch": float32 CPU linears then stay unpacked
+// (oneDNN's sgemm or ATen) instead of being packed at load (ops/cpu_matmul.h), for A/B runs.
+bool cpu_packing_disabled();
+
 }  // namespace lorascope::models

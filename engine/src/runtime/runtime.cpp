@@ -10,7 +10,6 @@
 #include <c10/core/GradMode.h>
 #include <torch/version.h>
 
-#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -24,9 +23,7 @@ RuntimeInfo runtime_info() {
     // Through ATen's hooks, so that a CPU-only LibTorch (Debian's) answers 0 without CUDA headers.
     info.cuda_device_count = info.cuda_available ? at::detail::getCUDAHooks().getNumGPUs() : 0;
     info.parallel_info = at::get_parallel_info();
-    const char* gemm = std::getenv("LORASCOPE_CPU_GEMM");
-    const bool unpacked = gemm && (std::string(gemm) == "sgemm" || std::string(gemm) == "torch");
-    info.cpu_gemm = !unpacked && ops::cpu_matmul_available(ops::MatmulKind::Float32) ? "onednn-packed"
+    info.cpu_gemm = !models::cpu_packing_disabled() && ops::cpu_matmul_available(ops::MatmulKind::Float32) ? "onednn-packed"
                                                                                      : models::cpu_gemm_backend();
     return info;
 }
