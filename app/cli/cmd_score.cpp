@@ -21,36 +21,36 @@ const char* const kUsage =
     "          continuation scored after the source)\n"
     "  output: JSON Lines {\"id\", \"loss\", \"token_logprobs\"} or {\"id\", \"error\"}\n";
 
-nlohmann::json score_one(const nlohmann::json& r, Scorer& scorer, const Tokenizer* tokenizer) {
+nlohmann::json score_one(const nlohmann::json& r, Scorer& scorer, const Tokenizer* tokenizer, const std::string& where) {
     for (const auto& item : r.items())
         if (item.key() != "id" && item.key() != "source" && item.key() != "input_ids" && item.key() != "target" &&
             item.key() != "labels")
-            throw Error(ErrorKind::InvalidArgument, "unknown request field \"" + item.key() + "\"");
+            throw Error(ErrorKind::InvalidArgument, where, "unknown request field \"" + item.key() + "\"");
     if (r.contains("source") == r.contains("input_ids"))
-        throw Error(ErrorKind::InvalidArgument, "give exactly one of \"source\" or \"input_ids\"");
+        throw Error(ErrorKind::InvalidArgument, where, "give exactly one of \"source\" or \"input_ids\"");
     if (r.contains("target") == r.contains("labels"))
-        throw Error(ErrorKind::InvalidArgument, "give exactly one of \"target\" or \"labels\"");
+        throw Error(ErrorKind::InvalidArgument, where, "give exactly one of \"target\" or \"labels\"");
     if ((r.contains("source") || r.contains("target")) && !tokenizer)
-        throw Error(ErrorKind::InvalidArgument, "the model directory has no tokenizer; send \"input_ids\" and \"labels\"");
+        throw Error(ErrorKind::InvalidArgument, where, "the model directory has no tokenizer; send \"input_ids\" and \"labels\"");
     std::vector<int64_t> source, labels;
     if (r.contains("source")) {
-        if (!r["source"].is_string()) throw Error(ErrorKind::InvalidArgument, "\"source\" must be a string");
+        if (!r["source"].is_string()) throw Error(ErrorKind::InvalidArgument, where, "\"source\" must be a string");
         source = tokenizer->encode(r["source"].get<std::string>(), true);
     } else {
-        source = read_ids(r, "input_ids", scorer.vocab_size());
+        source = read_ids(r, "input_ids", scorer.vocab_size(), where);
     }
     if (r.contains("target")) {
-        if (!r["target"].is_string()) throw Error(ErrorKind::InvalidArgument, "\"target\" must be a string");
+        if (!r["target"].is_string()) throw Error(ErrorKind::InvalidArgument, where, "\"target\" must be a string");
         // Seq2seq targets are tokenized like HF's text_target (with the model's special tokens);
         // a decoder-only continuation is plain text after the prompt.
         labels = tokenizer->encode(r["target"].get<std::string>(), scorer.is_encoder_decoder());
     } else {
-        labels = read_ids(r, "labels", scorer.vocab_size(), kIgnoreLabel);
+        labels = read_ids(r, "labels", scorer.vocab_size(), where, kIgnoreLabel);
         for (int64_t t : labels)
             if (t < 0 && t != kIgnoreLabel)
-                throw Error(ErrorKind::InvalidArgument, "\"labels\" holds " + std::to_string(t) + " (only -100 may be negative)");
+                throw Error(ErrorKind::InvalidArgument, where, "\"labels\" holds " + std::to_string(t) + " (only -100 may be negative)");
     }
-    if (source.empty() && scorer.is_encoder_decoder()) throw Error(ErrorKind::InvalidArgument, "the source has no tokens");
+    if (source.empty() && scorer.is_encoder_decoder()) throw Error(ErrorKind::InvalidArgument, where, "the source has no tokens");
     const ScoreResult result = scorer.score(source, labels);
     nlohmann::json logprobs = nlohmann::json::array();
     for (const auto& lp : result.token_logprobs) logprobs.push_back(lp ? nlohmann::json(*lp) : nlohmann::json());
@@ -75,8 +75,9 @@ int cmd_score(int argc, char** argv) {
     for (const auto& line : lines) {
         nlohmann::json id = line.value && line.value->contains("id") ? (*line.value)["id"] : nlohmann::json();
         try {
-            if (!line.value) throw Error(ErrorKind::InvalidArgument, line.parse_error);
-            nlohmann::json result = score_one(*line.value, *scorer, tokenizer.get());
+            if (!line.value) throw Error(ErrorKind::InvalidArgument, line.parse_error);  // names its line
+            const std::string where = "line " + std::to_string(line.line_number);
+            nlohmann::json result = score_one(*line.value, *scorer, tokenizer.get(), where);
             result["id"] = id;
             out.write(result);
         } catch (const Error& e) {

@@ -78,17 +78,20 @@ std::unique_ptr<Tokenizer> load_tokenizer_if_present(const std::string& dir) {
     return nullptr;
 }
 
-std::vector<int64_t> read_ids(const nlohmann::json& request, const char* field, int64_t vocab, int64_t lowest) {
+std::vector<int64_t> read_ids(const nlohmann::json& request, const char* field, int64_t vocab, const std::string& source,
+                              int64_t lowest) {
     const auto& value = request.at(field);
-    if (!value.is_array()) throw Error(ErrorKind::InvalidArgument, std::string("\"") + field + "\" must be a list of token ids");
+    if (!value.is_array())
+        throw Error(ErrorKind::InvalidArgument, source, std::string("\"") + field + "\" must be a list of token ids");
     std::vector<int64_t> ids;
     for (const auto& item : value) {
         if (!item.is_number_integer())
-            throw Error(ErrorKind::InvalidArgument, std::string("\"") + field + "\" holds a non-integer");
+            throw Error(ErrorKind::InvalidArgument, source, std::string("\"") + field + "\" holds a non-integer");
         const int64_t id = item.get<int64_t>();
         if (id < lowest || id >= vocab)
-            throw Error(ErrorKind::InvalidArgument, std::string("\"") + field + "\" holds " + std::to_string(id) +
-                                                        ", outside the vocabulary of " + std::to_string(vocab));
+            throw Error(ErrorKind::InvalidArgument, source,
+                        std::string("\"") + field + "\" holds " + std::to_string(id) + ", outside the vocabulary of " +
+                            std::to_string(vocab));
         ids.push_back(id);
     }
     return ids;

@@ -40,6 +40,8 @@ std::unique_ptr<Tokenizer> load_tokenizer_if_present(const std::string& dir);
 
 // Reads a list of token ids from field `field` (error message names it). Values outside
 // [lowest, vocab) are rejected.
-std::vector<int64_t> read_ids(const nlohmann::json& request, const char* field, int64_t vocab, int64_t lowest = 0);
+// source names the request in errors ("line 3"), as parse_request's does.
+std::vector<int64_t> read_ids(const nlohmann::json& request, const char* field, int64_t vocab, const std::string& source,
+                              int64_t lowest = 0);
 
 }  // namespace lorascope::cli

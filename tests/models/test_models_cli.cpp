@@ -127,6 +127,28 @@ private Q_SLOTS:
             }
         }
     }
+
+    // A bad score line is refused naming its line and what is wrong; the lines around it are scored.
+    void score_refuses_bad_lines_by_line() {
+        const json rec = lorascope::test::load_records("t5_v1_1");
+        const json good = {{"id", "good"}, {"input_ids", rec["score"][0]["source_ids"]}, {"labels", rec["score"][0]["labels"]}};
+        json out_of_vocab = good;
+        out_of_vocab["id"] = "oov";
+        out_of_vocab["input_ids"] = json::array({5, -27});
+        json bad_label = good;
+        bad_label["id"] = "bad-label";
+        bad_label["labels"] = json::array({3, -5});
+        const std::string input = out_of_vocab.dump() + "\n" + good.dump() + "\n" + bad_label.dump() + "\n";
+        int code = -1;
+        auto out = by_id(run_cli({"score", "--model", QString::fromStdString(lorascope::test::variant_model_dir("t5_v1_1"))},
+                                 input, &code));
+        QCOMPARE(code, 0);
+        QVERIFY2(out["good"].contains("loss"), out["good"].dump().c_str());
+        const std::string oov = out["oov"]["error"].get<std::string>();
+        QVERIFY2(oov.find("line 1") != std::string::npos && oov.find("-27") != std::string::npos, oov.c_str());
+        const std::string label = out["bad-label"]["error"].get<std::string>();
+        QVERIFY2(label.find("line 3") != std::string::npos && label.find("-5") != std::string::npos, label.c_str());
+    }
 };
 
 LORASCOPE_QTEST_GUILESS_MAIN(TestModelsCli)
