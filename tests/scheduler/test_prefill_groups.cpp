@@ -82,6 +82,60 @@ private Q_SLOTS:
         QCOMPARE(cost(p, len, rows, 64), best);
     }
 
+    void a_position_limit_splits_passes_that_would_exceed_it() {
+        // 32 newcomers of 100 tokens: one pass of 3200 positions is cheapest, but the limit of
+        // 1024 allows 10 rows (1000 positions) per pass at most.
+        const std::vector<int64_t> len(32, 100), rows(32, 1);
+        QCOMPARE(prefill_groups(len, rows, 64).size(), size_t(1));
+        const auto p = prefill_groups(len, rows, 64, 1024);
+        QCOMPARE(p.size(), size_t(4));
+        size_t total = 0;
+        for (const auto& pass : p) {
+            QVERIFY(static_cast<int64_t>(pass.size()) * 100 <= 1024);
+            total += pass.size();
+        }
+        QCOMPARE(total, size_t(32));
+    }
+
+    void a_request_over_the_limit_still_gets_a_pass_of_its_own() {
+        const auto p = prefill_groups({2000, 10, 3000}, {1, 1, 2}, 64, 1024);
+        QCOMPARE(p, (Passes{{1}, {0}, {2}}));
+    }
+
+    void the_limited_split_is_the_cheapest_within_the_limit() {
+        // Exhaustive, as above, over the splits whose passes all fit (or are single requests).
+        const std::vector<int64_t> len{33, 8, 127, 64, 9, 100, 15, 70};
+        const std::vector<int64_t> rows{4, 2, 1, 3, 3, 1, 1, 2};
+        const int64_t limit = 200;
+        const auto p = prefill_groups(len, rows, 64, limit);
+        std::vector<size_t> order{0, 1, 2, 3, 4, 5, 6, 7};
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return len[a] < len[b]; });
+        auto fits = [&](const Passes& passes) {
+            for (const auto& pass : passes) {
+                int64_t longest = 0, r = 0;
+                for (size_t i : pass) {
+                    longest = std::max(longest, len[i]);
+                    r += rows[i];
+                }
+                if (pass.size() > 1 && r * longest > limit) return false;
+            }
+            return true;
+        };
+        QVERIFY(fits(p));
+        int64_t best = -1;
+        for (unsigned cuts = 0; cuts < (1u << 7); ++cuts) {
+            Passes candidate(1);
+            for (size_t i = 0; i < order.size(); ++i) {
+                if (i > 0 && (cuts >> (i - 1)) & 1u) candidate.emplace_back();
+                candidate.back().push_back(order[i]);
+            }
+            if (!fits(candidate)) continue;
+            const int64_t c = cost(candidate, len, rows, 64);
+            if (best < 0 || c < best) best = c;
+        }
+        QCOMPARE(cost(p, len, rows, 64), best);
+    }
+
     void empty_input_gives_no_pass() { QVERIFY(prefill_groups({}, {}, 64).empty()); }
 };
 

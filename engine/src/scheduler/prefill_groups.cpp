@@ -8,7 +8,8 @@
 namespace lorascope::scheduler {
 
 std::vector<std::vector<size_t>> prefill_groups(const std::vector<int64_t>& prompt_tokens,
-                                                const std::vector<int64_t>& rows, int64_t per_pass_tokens) {
+                                                const std::vector<int64_t>& rows, int64_t per_pass_tokens,
+                                                int64_t max_pass_positions) {
     if (prompt_tokens.size() != rows.size()) throw std::invalid_argument("prefill_groups: one row count per prompt");
     const size_t n = prompt_tokens.size();
     std::vector<size_t> order(n);
@@ -27,6 +28,8 @@ std::vector<std::vector<size_t>> prefill_groups(const std::vector<int64_t>& prom
         const int64_t longest = prompt_tokens[order[end - 1]];
         for (size_t begin = end; begin-- > 0;) {
             pass_rows += rows[order[begin]];
+            // Going further back only adds rows under the same longest prompt.
+            if (max_pass_positions > 0 && begin + 1 < end && pass_rows * longest > max_pass_positions) break;
             const int64_t cost = best[begin] + pass_rows * longest + per_pass_tokens;
             if (cost < best[end]) {
                 best[end] = cost;
