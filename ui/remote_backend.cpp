@@ -400,7 +400,10 @@ public:
     RemoteEndpoint endpoint_;
 
 private:
-    QNetworkAccessManager nam_;
+    // A child of the link, so that moveToThread takes it along: as a plain member it stayed on the
+    // thread that created the engine, and every reply made on the link's thread was created
+    // across threads ("Cannot create children for a parent that is in a different thread").
+    QNetworkAccessManager nam_{this};
     std::map<RequestId, std::shared_ptr<Link::Stream>> streams_;
     std::function<void(RequestId)> on_done_;
 };
