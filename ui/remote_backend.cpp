@@ -340,25 +340,47 @@ public:
         finish(s, s->reason, {});
     }
 
+    // One chunk of an OpenAI /v1/completions stream. Shapes seen from vLLM 0.32 (scripts/check-vllm):
+    // a chunk may carry several tokens (--stream-interval N, or a client that reads slower than the
+    // engine decodes), with `logprobs.tokens`/`token_logprobs` one entry per token; its `text` is
+    // the detokenized delta, which need not be the concatenation of `tokens` (incomplete UTF-8,
+    // text held back while it may still become a stop string); a stop string ends with
+    // finish_reason "stop" and `stop_reason` naming it; usage arrives (with stream_options
+    // include_usage) in a chunk of its own with no choices, after the finish and before [DONE].
     void on_openai_event(const std::shared_ptr<Stream>& s, const QJsonObject& o) {
-        const QJsonObject choice = o.value(QStringLiteral("choices")).toArray().at(0).toObject();
+        const QJsonObject usage = o.value(QStringLiteral("usage")).toObject();
+        if (!usage.isEmpty()) {
+            s->usage.prompt_tokens = usage.value(QStringLiteral("prompt_tokens")).toInteger();
+            s->usage.generated_tokens =
+                usage.value(QStringLiteral("completion_tokens")).toInteger(static_cast<qint64>(s->ids.size()));
+        }
+        const QJsonArray choices = o.value(QStringLiteral("choices")).toArray();
+        if (choices.isEmpty()) return;
+        const QJsonObject choice = choices.at(0).toObject();
         const QString text = choice.value(QStringLiteral("text")).toString();
         const QJsonObject lp = choice.value(QStringLiteral("logprobs")).toObject();
         const QJsonArray token_lps = lp.value(QStringLiteral("token_logprobs")).toArray();
+        const QJsonArray token_texts = lp.value(QStringLiteral("tokens")).toArray();
         if (!token_lps.isEmpty()) {
-            // OpenAI gives no token ids: -1 says so.
-            emit_token(s, -1, text, static_cast<float>(token_lps.at(0).toDouble(NAN)), false);
+            // Each token its own text where they add up to the chunk's text; otherwise the whole
+            // delta goes with the chunk's last token, so that the streamed text stays the server's.
+            QString joined;
+            for (const auto& t : token_texts) joined += t.toString();
+            const bool split = token_texts.size() == token_lps.size() && joined == text;
+            for (int i = 0; i < token_lps.size(); ++i) {
+                const QString piece = split ? token_texts.at(i).toString() : (i + 1 == token_lps.size() ? text : QString());
+                // OpenAI gives no token ids: -1 says so.
+                emit_token(s, -1, piece, static_cast<float>(token_lps.at(i).toDouble(NAN)), false);
+            }
         } else if (!text.isEmpty()) {
             s->streamed += text.toStdString();
         }
         const QString reason = choice.value(QStringLiteral("finish_reason")).toString();
         if (!reason.isEmpty()) {
-            s->reason = reason == QLatin1String("length") ? FinishReason::Length : FinishReason::Eos;
+            if (reason == QLatin1String("length")) s->reason = FinishReason::Length;
+            else if (choice.value(QStringLiteral("stop_reason")).isString()) s->reason = FinishReason::Stop;
+            else s->reason = FinishReason::Eos;
             s->final_text = s->streamed;
-            const QJsonObject usage = o.value(QStringLiteral("usage")).toObject();
-            s->usage.prompt_tokens = usage.value(QStringLiteral("prompt_tokens")).toInteger();
-            s->usage.generated_tokens =
-                usage.value(QStringLiteral("completion_tokens")).toInteger(static_cast<qint64>(s->ids.size()));
             if (s->done_marker) finish(s, s->reason, {});
         }
     }
@@ -400,7 +422,10 @@ public:
     RemoteEndpoint endpoint_;
 
 private:
-    QNetworkAccessManager nam_;
+    // A child of the link, so that moveToThread takes it along: as a plain member it stayed on the
+    // thread that created the engine, and every reply made on the link's thread was created
+    // across threads ("Cannot create children for a parent that is in a different thread").
+    QNetworkAccessManager nam_{this};
     std::map<RequestId, std::shared_ptr<Link::Stream>> streams_;
     std::function<void(RequestId)> on_done_;
 };
@@ -567,6 +592,8 @@ private:
         QJsonObject b{{QStringLiteral("model"), r.adapter.empty() ? model_id_ : QString::fromStdString(r.adapter)},
                       {QStringLiteral("prompt"), QString::fromStdString(*r.prompt)},
                       {QStringLiteral("stream"), true},
+                      // Without it vLLM (and OpenAI) send no usage in a stream: no prompt token count.
+                      {QStringLiteral("stream_options"), QJsonObject{{QStringLiteral("include_usage"), true}}},
                       {QStringLiteral("logprobs"), 1},
                       {QStringLiteral("max_tokens"), static_cast<qint64>(p.max_new_tokens.value_or(16))},
                       {QStringLiteral("temperature"), sample ? p.temperature.value_or(1.0) : 0.0}};

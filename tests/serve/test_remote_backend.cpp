@@ -23,6 +23,7 @@
 #include "lorascope/error.h"
 #include "remote_backend.h"
 #include "serve_process.h"
+#include "test_env.h"
 
 using nlohmann::json;
 using namespace lorascope;
@@ -202,6 +203,101 @@ FinishEvent fake_finish(FakeServer::Mode mode, int timeout_ms = 30000) {
     return sink->finish;
 }
 
+// Replays what a real vLLM 0.32 server answered (tests/data/vllm/, recorded by
+// `scripts/check-vllm --record`): GET /v1/models gives models.json, POST /v1/completions gives
+// `body` with `status` (an SSE stream, or an error's JSON).
+class ReplayServer : public QTcpServer {
+public:
+    QByteArray models, body;
+    int status = 200;
+
+protected:
+    void incomingConnection(qintptr fd) override {
+        auto* sock = new QTcpSocket(this);
+        sock->setSocketDescriptor(fd);
+        auto* buffer = new QByteArray;
+        connect(sock, &QTcpSocket::readyRead, this, [this, sock, buffer] {
+            *buffer += sock->readAll();
+            const int end = buffer->indexOf("\r\n\r\n");
+            if (end < 0) return;
+            const int length = QByteArray(buffer->mid(buffer->toLower().indexOf("content-length:") + 15)).split('\r').at(0).trimmed().toInt();
+            if (buffer->startsWith("POST") && buffer->size() < end + 4 + length) return;
+            const bool list = buffer->startsWith("GET /v1/models");
+            buffer->clear();
+            const QByteArray& content = list ? models : body;
+            const bool sse = !list && status == 200;
+            sock->write("HTTP/1.1 " + QByteArray::number(list ? 200 : status) + " X\r\nContent-Type: " +
+                        (sse ? QByteArray("text/event-stream; charset=utf-8") : QByteArray("application/json")) +
+                        "\r\nContent-Length: " + QByteArray::number(content.size()) + "\r\nConnection: close\r\n\r\n" + content);
+            sock->flush();
+            sock->disconnectFromHost();
+        });
+    }
+};
+
+QByteArray vllm_file(const std::string& name) {
+    QFile f(q(lorascope::test::test_data() + "/vllm/" + name));
+    if (!f.open(QIODevice::ReadOnly)) qFatal("missing test data %s", qPrintable(f.fileName()));
+    return f.readAll();
+}
+
+// The finish of one request replayed from a recorded vLLM stream, with its streamed tokens.
+std::shared_ptr<WaitSink> replay(const QByteArray& body, int status, const Request& request, std::string* model_id = nullptr,
+                                 std::vector<AdapterInfo>* adapters = nullptr) {
+    QThread thread;
+    auto* server = new ReplayServer;
+    server->models = vllm_file("models.json");
+    server->body = body;
+    server->status = status;
+    server->moveToThread(&thread);
+    thread.start();
+    quint16 port = 0;
+    QMetaObject::invokeMethod(server, [&] {
+        server->listen(QHostAddress::LocalHost, 0);
+        port = server->serverPort();
+    }, Qt::BlockingQueuedConnection);
+    auto sink = std::make_shared<WaitSink>();
+    {
+        auto engine = ui::createRemoteEngine(endpoint("http://127.0.0.1:" + std::to_string(port), RemoteDialect::OpenAi));
+        if (model_id) *model_id = engine->model_config().name_or_path;
+        if (adapters) *adapters = engine->adapters();
+        engine->submit(request, sink);
+        if (!sink->wait(30000)) sink->finish.error = "no finish within 30 s";
+    }
+    QMetaObject::invokeMethod(server, [server] { delete server; }, Qt::BlockingQueuedConnection);
+    thread.quit();
+    thread.wait();
+    return sink;
+}
+
+// The same request answered without streaming, as vLLM recorded it: the text and logprobs a
+// replayed stream must add up to.
+struct Whole {
+    std::string text, finish_reason;
+    std::vector<double> logprobs;
+    int64_t prompt_tokens = 0, completion_tokens = 0;
+};
+Whole whole(const std::string& name) {
+    const json j = json::parse(vllm_file(name).toStdString());
+    const json& c = j.at("choices").at(0);
+    return {c.at("text").get<std::string>(), c.at("finish_reason").get<std::string>(),
+            c.at("logprobs").at("token_logprobs").get<std::vector<double>>(), j.at("usage").at("prompt_tokens").get<int64_t>(),
+            j.at("usage").at("completion_tokens").get<int64_t>()};
+}
+
+void compare_with_whole(const WaitSink& sink, const Whole& want) {
+    const FinishEvent& f = sink.finish;
+    QCOMPARE(f.text, want.text);
+    QCOMPARE(f.logprobs.size(), want.logprobs.size());
+    for (size_t k = 0; k < want.logprobs.size(); ++k) QVERIFY(std::fabs(f.logprobs[k] - want.logprobs[k]) < 1e-6);
+    QCOMPARE(sink.tokens.size(), want.logprobs.size());   // one token event per generated token
+    std::string streamed;
+    for (const auto& t : sink.tokens) streamed += t.text_delta;
+    QCOMPARE(streamed, f.text);
+    QCOMPARE(f.usage.prompt_tokens, want.prompt_tokens);
+    QCOMPARE(f.usage.generated_tokens, want.completion_tokens);
+}
+
 }  // namespace
 
 class TestRemoteBackend : public QObject {
@@ -365,6 +461,36 @@ private Q_SLOTS:
         const FinishEvent unavailable = fake_finish(FakeServer::Unavailable);
         QCOMPARE(unavailable.reason, FinishReason::Error);
         QVERIFY2(unavailable.error.find("503 (unavailable)") != std::string::npos, unavailable.error.c_str());
+    }
+
+    // vLLM's own stream shapes (recorded from vLLM 0.32.0 with --stream-interval 3): events
+    // that carry several tokens, a text delta that is not the tokens' concatenation, usage in an
+    // event of its own after the finish, a stop string named by stop_reason.
+    void openai_dialect_reads_vllm_streams() {
+        Request r = make_request("queen wolf kite", "tiny-lora", 7);
+        r.params.ignore_eos = true;
+        std::string model_id;
+        std::vector<AdapterInfo> adapters;
+        const auto several = replay(vllm_file("stream-interval3-adapter.sse"), 200, r, &model_id, &adapters);
+        QCOMPARE(model_id, std::string("tiny-llama"));
+        QCOMPARE(adapters.size(), size_t(1));
+        QCOMPARE(adapters.at(0).name, std::string("tiny-lora"));
+        QVERIFY2(several->finish.reason == FinishReason::Length, several->finish.error.c_str());
+        compare_with_whole(*several, whole("stream-interval3-adapter.json"));
+        if (QTest::currentTestFailed()) return;
+
+        Request s = make_request("queen wolf kite", "", 24);
+        s.params.ignore_eos = true;
+        const auto stop = replay(vllm_file("stop.sse"), 200, s);
+        QVERIFY2(stop->finish.reason == FinishReason::Stop, stop->finish.error.c_str());
+        compare_with_whole(*stop, whole("stop.json"));
+        if (QTest::currentTestFailed()) return;
+
+        const auto unknown = replay(vllm_file("unknown-model.json"), vllm_file("unknown-model.status").trimmed().toInt(),
+                                    make_request("queen wolf kite", "no-such-adapter", 4));
+        QCOMPARE(unknown->finish.reason, FinishReason::Error);
+        QVERIFY2(unknown->finish.error.find("HTTP 404 (NotFoundError)") != std::string::npos, unknown->finish.error.c_str());
+        QVERIFY2(unknown->finish.error.find("no-such-adapter") != std::string::npos, unknown->finish.error.c_str());
     }
 
     void cleanupTestCase() {
