@@ -134,6 +134,44 @@ private Q_SLOTS:
         QVERIFY(prefill_steps > 2);
     }
 
+    // Encoder layers are whole: a budget paying for 1.5 layers of a prompt per step used to run one
+    // layer per step and drop the rest. The unspent part now carries to the next step, so t5_v1_1's
+    // three encoder units (two layers and the cross-attention memory) take two steps, not three.
+    void encoder_budget_left_over_carries_to_the_next_step() {
+        const auto v = test::load_variant("t5_v1_1");
+        const auto& prompts = v.records["prompts"];
+        size_t longest = 0;
+        for (size_t i = 0; i < prompts.size(); ++i)
+            if (prompts[i].size() > prompts[longest].size()) longest = i;
+        const int64_t P = static_cast<int64_t>(prompts[longest].size());
+        QVERIFY2(P >= 4, "the test needs a prompt of at least 4 tokens");
+        auto options = test::engine_options(v.dir);
+        options.prefill_budget_tokens = (P + 1) / 2;   // x 3 units: 1.5 to 2 layers of P per step
+        auto engine = Engine::create(options);
+        StatsLog log;
+        log.attach(*engine);
+        auto sink = std::make_shared<CollectingSink>();
+        engine->set_paused(true);
+        std::vector<RequestId> leads;
+        for (int c = 0; c < 2; ++c) {
+            Request lead = test::greedy_request(prompts[0], 30);
+            lead.params.ignore_eos = true;
+            leads.push_back(engine->submit(lead, sink));
+        }
+        engine->step_once();
+        QTRY_VERIFY_WITH_TIMEOUT(!sink->get(leads.back()).tokens.empty(), 60000);
+        const int64_t max_new = v.records["max_new_tokens"].get<int64_t>();
+        const RequestId id = engine->submit(test::greedy_request(prompts[longest], max_new), sink);
+        engine->set_paused(false);
+        QVERIFY(sink->wait_finished(3));
+        engine->wait_idle();
+        engine->set_stats_listener(nullptr);
+        QCOMPARE(sink->get(id).finishes.at(0).token_ids, v.records["greedy"][longest].get<std::vector<int64_t>>());
+        int64_t encoding_steps = 0;
+        for (const auto& s : log.steps) encoding_steps += s.step > 0 && s.prefill_tokens > 0;
+        QCOMPARE(encoding_steps, int64_t(2));
+    }
+
     // A KV cache that holds about one request: the others wait in the queue (nothing runs out
     // of memory) and every request still gets HF's tokens; one that could never fit fails clearly.
     void small_kv_cache_queues_instead_of_failing() {

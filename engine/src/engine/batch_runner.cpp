@@ -157,7 +157,8 @@ void BatchRunner::prefill(StepStats& stats) {
 void BatchRunner::prefill_encoders(StepStats& stats) {
     const int64_t units = model_.encoder_units();
     const bool limited = step_budget() > 0;
-    int64_t budget = limited ? step_budget() * units : INT64_MAX;
+    const int64_t per_step = limited ? step_budget() * units : 0;
+    int64_t budget = limited ? per_step + encoder_credit_ : INT64_MAX;
     double done = 0, padded = 0;
     bool progressed = false;
     while (budget > 0) {
@@ -177,6 +178,14 @@ void BatchRunner::prefill_encoders(StepStats& stats) {
         done += static_cast<double>(n * real) / static_cast<double>(units);
         padded += static_cast<double>(n * (cost - real)) / static_cast<double>(units);
     }
+    // Layers are whole, so a step leaves part of its budget when the next layer does not fit; that
+    // part carries to the next step (at most one step's worth, and only while prompts wait), so that
+    // prompts are encoded at the budget's rate. Without it a budget of 20 tokens paid for one layer
+    // of a 68-token prompt per step: 57% of the budget, and W5's arrivals queued behind each other.
+    const bool waiting = !encoding_.empty() || std::any_of(prefilling_.begin(), prefilling_.end(), [](const auto& r) {
+        return !r->finished && !r->encoded && !r->encoding;
+    });
+    encoder_credit_ = limited && waiting ? std::clamp<int64_t>(budget, 0, per_step) : 0;
     stats.prefill_tokens += static_cast<int64_t>(done + 0.5);
     stats.padded_tokens += static_cast<int64_t>(padded + 0.5);
     int64_t deferred = 0;

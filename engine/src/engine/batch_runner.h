@@ -76,6 +76,7 @@ private:
     const Tokenizer* tokenizer_;
     int64_t prefill_budget_;
     int64_t prefill_chunk_;       // decoder-only prompt chunk (0: whole prompts)
+    int64_t encoder_credit_ = 0;  // encoder budget (token x units) left unspent by the last step
     // Requests in batch-row order: running_[0] holds state_'s rows [0, rows()), the next follows.
     std::vector<std::unique_ptr<LiveRequest>> running_;
     models::DecodeState state_;
