@@ -161,8 +161,11 @@ public:
         std::optional<double> first_token_ms;
     };
 
+    // nam_ is the link's child so that moveToThread takes it along: a member without a parent
+    // would keep the affinity of the thread that built the engine, and every reply it made on the
+    // link's thread would be a child across threads (Qt warns, and its notifications go astray).
     Link(RemoteEndpoint endpoint, std::function<void(RequestId)> on_done)
-        : endpoint_(std::move(endpoint)), on_done_(std::move(on_done)) {}
+        : endpoint_(std::move(endpoint)), nam_(this), on_done_(std::move(on_done)) {}
 
     QNetworkRequest request_for(const QByteArray& path, bool streaming) {
         QUrl url = endpoint_.url;
