@@ -23,6 +23,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "lorascope/error.h"
 
@@ -148,6 +149,7 @@ public:
         std::shared_ptr<RequestSink> sink;
         QByteArray path, body;
         QNetworkReply* reply = nullptr;
+        QNetworkAccessManager* manager = nullptr;   // chosen at the first attempt, kept for retries
         int attempts = 0;
         bool got_data = false, cancelled = false, finished = false, done_marker = false;
         QByteArray buffer;
@@ -165,7 +167,7 @@ public:
     // would keep the affinity of the thread that built the engine, and every reply it made on the
     // link's thread would be a child across threads (Qt warns, and its notifications go astray).
     Link(RemoteEndpoint endpoint, std::function<void(RequestId)> on_done)
-        : endpoint_(std::move(endpoint)), nam_(this), on_done_(std::move(on_done)) {}
+        : endpoint_(std::move(endpoint)), nam_(this), stream_managers_{&nam_}, on_done_(std::move(on_done)) {}
 
     QNetworkRequest request_for(const QByteArray& path, bool streaming) {
         QUrl url = endpoint_.url;
@@ -210,7 +212,7 @@ public:
 
     void send(const std::shared_ptr<Stream>& s) {
         ++s->attempts;
-        QNetworkReply* reply = nam_.post(request_for(s->path, true), s->body);
+        QNetworkReply* reply = manager_for(s)->post(request_for(s->path, true), s->body);
         s->reply = reply;
         QObject::connect(reply, &QNetworkReply::readyRead, this, [this, s, reply] {
             if (s->reply != reply || s->finished) return;
@@ -255,6 +257,24 @@ public:
                            .arg(QString::fromStdString(where(s->path))));
             }
         });
+    }
+
+    // Qt Network opens at most six HTTP/1.1 connections per server and manager and queues the rest
+    // (Qt 6.4 has no setting for it; QHttp1Configuration came with 6.5). A queued request's transfer
+    // timeout runs while it waits, so the seventh stream to a busy server failed after timeout_ms
+    // without having been sent, and the server never batched more than six of the window's
+    // requests. Each manager carries at most six streams; more streams get another manager. The
+    // first is the one that asked for /info, so that its kept-alive connection serves the first
+    // stream rather than holding one of the server's connections idle.
+    QNetworkAccessManager* manager_for(const std::shared_ptr<Stream>& s) {
+        if (s->manager) return s->manager;
+        std::map<QNetworkAccessManager*, int> load;
+        for (const auto& [id, other] : streams_)
+            if (other->manager) ++load[other->manager];
+        for (QNetworkAccessManager* m : stream_managers_)
+            if (load[m] < kStreamsPerManager) return s->manager = m;
+        stream_managers_.push_back(new QNetworkAccessManager(this));   // a child: it follows moveToThread
+        return s->manager = stream_managers_.back();
     }
 
     void cancel(RequestId id) {
@@ -403,7 +423,9 @@ public:
     RemoteEndpoint endpoint_;
 
 private:
-    QNetworkAccessManager nam_;
+    static constexpr int kStreamsPerManager = 6;
+    QNetworkAccessManager nam_;                           // /info and /v1/models, and the first streams
+    std::vector<QNetworkAccessManager*> stream_managers_;  // nam_, then more as needed (children of the link)
     std::map<RequestId, std::shared_ptr<Link::Stream>> streams_;
     std::function<void(RequestId)> on_done_;
 };
