@@ -45,6 +45,7 @@ namespace {
 
 const std::string kToken = "inspector-tok-5d21";
 constexpr int kMaxBatch = 4;
+constexpr int kNewTokens = 1500;
 
 class RecordingReporter : public ErrorReporter {
 public:
@@ -108,9 +109,10 @@ class TestInspectorRemote : public QObject {
 
 private Q_SLOTS:
     void initTestCase() {
-        // Four rows at most, so that of the requests the window streams at once (Qt Network opens
-        // up to six connections per server) some wait in the server's queue.
-        QVERIFY2(server_.start({"--api-token", q(kToken), "--max-batch-size", QString::number(kMaxBatch)}),
+        // Four rows at most, so that some of the eight requests wait in the server's queue. One
+        // thread: on this shared two-core machine two OpenMP threads stall each other's steps
+        // whenever another process runs (measured: 100 ms a step instead of 0.5 ms).
+        QVERIFY2(server_.start({"--api-token", q(kToken), "--max-batch-size", QString::number(kMaxBatch), "--threads", "1"}),
                  ("the server did not start: " + server_.process.readAllStandardError().toStdString()).c_str());
     }
 
@@ -126,8 +128,8 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(metrics->state(), ServerMetricsModel::State::Live, 10000);
         QCOMPARE(metrics->flavor(), ServerFlavor::Lorax);
 
-        // Eight requests at once over the base and three adapters, long enough for several polls.
-        w->composer()->loadFile(writePrompts(8, 1500));
+        // Eight requests at once over the base and three adapters, long enough for many polls.
+        w->composer()->loadFile(writePrompts(8, kNewTokens));
         QSignalSpy all(w->requestModel(), &RequestTableModel::allFinished);
         test::EventLoopProbe probe;
         QCOMPARE(w->submitPrompts().size(), size_t(8));
@@ -141,7 +143,9 @@ private Q_SLOTS:
         const double batch = max_of(*metrics, ServerMetricsModel::ColBatch);
         QVERIFY2(batch >= 2, qPrintable(QStringLiteral("largest server batch %1 over %2 polls").arg(batch).arg(metrics->polls())));
         QVERIFY2(batch <= kMaxBatch, qPrintable(QString::number(batch)));
-        QVERIFY2(max_of(*metrics, ServerMetricsModel::ColQueue) >= 1, "the server's queue never held a request");
+        // All eight stream at once (the remote backend is not capped by Qt Network's six
+        // connections per manager): the four that do not fit the batch wait in the server's queue.
+        QVERIFY2(max_of(*metrics, ServerMetricsModel::ColQueue) >= 3, "the server's queue never held the rest");
         QVERIFY(max_of(*metrics, ServerMetricsModel::ColDecodeMs) > 0);
         QVERIFY(max_of(*metrics, ServerMetricsModel::ColTokensPerSec) > 0);
         QVERIFY(max_of(*metrics, ServerMetricsModel::ColStepsPerSec) > 0);
