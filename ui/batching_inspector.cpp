@@ -10,6 +10,7 @@
 #include <QLineSeries>
 #include <QPushButton>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QTabWidget>
 #include <QTableView>
 #include <QValueAxis>
@@ -17,11 +18,13 @@
 
 #include "adapter_list_model.h"   // humanBytes
 #include "batch_timeline_widget.h"
+#include "server_metrics_view.h"
 #include "step_stats_model.h"
 
 namespace lorascope::ui {
 
-BatchingInspector::BatchingInspector(StepStatsModel* model, QWidget* parent) : QWidget(parent), model_(model) {
+BatchingInspector::BatchingInspector(StepStatsModel* model, ServerMetricsView* server_view, QWidget* parent)
+    : QWidget(parent), model_(model), server_view_(server_view) {
     auto* layout = new QVBoxLayout(this);
     auto* controls = new QHBoxLayout;
     pause_ = new QPushButton(tr("Pause"), this);
@@ -43,18 +46,20 @@ BatchingInspector::BatchingInspector(StepStatsModel* model, QWidget* parent) : Q
     controls->addWidget(summary_, 1);
     layout->addLayout(controls);
 
-    auto* split = new QSplitter(Qt::Vertical, this);
+    pages_ = new QStackedWidget(this);
+    auto* split = new QSplitter(Qt::Vertical, pages_);
+    engine_page_ = split;
     auto* tabs = new QTabWidget(split);
     auto* charts_page = new QWidget(tabs);
     auto* grid = new QGridLayout(charts_page);
     grid->setContentsMargins(0, 0, 0, 0);
     grid->setSpacing(2);
-    charts_.push_back(makeChart(tr("Batch rows"), {tr("rows")}, QString()));
-    charts_.push_back(makeChart(tr("Padding share"), {tr("padding %")}, QStringLiteral("%")));
-    charts_.push_back(makeChart(tr("KV cache"), {tr("in use"), tr("allocated")}, QStringLiteral("MiB")));
-    charts_.push_back(makeChart(tr("Queue depth"), {tr("queued")}, QString()));
-    charts_.push_back(makeChart(tr("Step time"), {tr("ms")}, QStringLiteral("ms")));
-    charts_.push_back(makeChart(tr("Tokens per second"), {tr("tok/s")}, QString()));
+    charts_.push_back(InspectorChart::make(tr("Batch rows"), {tr("rows")}, QString()));
+    charts_.push_back(InspectorChart::make(tr("Padding share"), {tr("padding %")}, QStringLiteral("%")));
+    charts_.push_back(InspectorChart::make(tr("KV cache"), {tr("in use"), tr("allocated")}, QStringLiteral("MiB")));
+    charts_.push_back(InspectorChart::make(tr("Queue depth"), {tr("queued")}, QString()));
+    charts_.push_back(InspectorChart::make(tr("Step time"), {tr("ms")}, QStringLiteral("ms")));
+    charts_.push_back(InspectorChart::make(tr("Tokens per second"), {tr("tok/s")}, QString()));
     for (size_t i = 0; i < charts_.size(); ++i) {
         auto* view = new QChartView(charts_[i].chart, charts_page);
         view->setRenderHint(QPainter::Antialiasing);
@@ -72,7 +77,12 @@ BatchingInspector::BatchingInspector(StepStatsModel* model, QWidget* parent) : Q
     timeline_ = new BatchTimelineWidget(model_, split);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
-    layout->addWidget(split, 1);
+    pages_->addWidget(split);
+    if (server_view_) {
+        server_view_->setParent(pages_);
+        pages_->addWidget(server_view_);
+    }
+    layout->addWidget(pages_, 1);
 
     connect(pause_, &QPushButton::toggled, this, [this](bool on) {
         step_->setEnabled(on && pause_->isEnabled());
@@ -90,40 +100,6 @@ BatchingInspector::BatchingInspector(StepStatsModel* model, QWidget* parent) : Q
         if (table_->isVisible()) table_->scrollToBottom();
     });
     setEngineAvailable(false);
-}
-
-BatchingInspector::Chart BatchingInspector::makeChart(const QString& title, const QStringList& names, const QString& unit) {
-    Chart c;
-    c.chart = new QChart;
-    c.chart->setTitle(unit.isEmpty() ? title : QStringLiteral("%1 (%2)").arg(title, unit));
-    c.chart->legend()->setVisible(names.size() > 1);
-    c.chart->legend()->setAlignment(Qt::AlignBottom);
-    c.chart->setMargins(QMargins(2, 2, 2, 2));
-    c.chart->setBackgroundRoundness(0);
-    QFont f = c.chart->titleFont();
-    f.setPointSizeF(f.pointSizeF() * 0.9);
-    c.chart->setTitleFont(f);
-    c.x = new QValueAxis(c.chart);
-    c.y = new QValueAxis(c.chart);
-    c.x->setLabelFormat(QStringLiteral("%d"));
-    c.x->setTickCount(3);
-    c.y->setTickCount(4);
-    c.y->setLabelFormat(QStringLiteral("%.3g"));
-    QFont lf = c.x->labelsFont();
-    lf.setPointSizeF(lf.pointSizeF() * 0.8);
-    c.x->setLabelsFont(lf);
-    c.y->setLabelsFont(lf);
-    c.chart->addAxis(c.x, Qt::AlignBottom);
-    c.chart->addAxis(c.y, Qt::AlignLeft);
-    for (const QString& name : names) {
-        auto* s = new QLineSeries(c.chart);
-        s->setName(name);
-        c.chart->addSeries(s);
-        s->attachAxis(c.x);
-        s->attachAxis(c.y);
-        c.series.push_back(s);
-    }
-    return c;
 }
 
 int BatchingInspector::pointCount(int chart) const { return int(charts_.at(size_t(chart)).series.front()->count()); }
@@ -151,20 +127,11 @@ void BatchingInspector::refreshCharts() {
     }
     const std::vector<std::vector<int>> chart_points = {{0}, {1}, {2, 3}, {4}, {5}, {6}};
     for (size_t c = 0; c < charts_.size(); ++c) {
-        double lo_x = 0, hi_x = 1, hi_y = 1;
-        for (size_t k = 0; k < chart_points[c].size(); ++k) {
-            const auto& pts = points[size_t(chart_points[c][k])];
-            charts_[c].series[k]->replace(pts);
-            if (!pts.isEmpty()) {
-                lo_x = pts.front().x();
-                hi_x = qMax(pts.back().x(), lo_x + 1);
-                for (const QPointF& p : pts) hi_y = qMax(hi_y, p.y());
-            }
-        }
-        charts_[c].x->setRange(lo_x, hi_x);
-        charts_[c].y->setRange(0, hi_y * 1.1);
+        std::vector<QList<QPointF>> pts;
+        for (int k : chart_points[c]) pts.push_back(std::move(points[size_t(k)]));
+        charts_[c].setPoints(pts);
     }
-    if (!samples.empty()) {
+    if (!samples.empty() && !remote_) {
         const StepStats& s = samples.back().stats;
         summary_->setText(tr("step %1 · %2 rows · queue %3 · pad %4% · KV %5, %6/%7 blocks, moved %8 · %9 ms")
                               .arg(s.step).arg(s.rows).arg(s.queue_depth)
@@ -181,8 +148,23 @@ void BatchingInspector::setPaused(bool paused) {
 }
 
 void BatchingInspector::setEngineAvailable(bool available) {
-    pause_->setEnabled(available);
-    step_->setEnabled(available && pause_->isChecked());
+    engine_available_ = available;
+    const bool holdable = available && !remote_;
+    pause_->setEnabled(holdable);
+    step_->setEnabled(holdable && pause_->isChecked());
+}
+
+void BatchingInspector::setRemote(bool remote) {
+    remote_ = remote && server_view_;
+    pages_->setCurrentWidget(remote_ ? static_cast<QWidget*>(server_view_) : engine_page_);
+    colour_by_->setEnabled(!remote_);
+    const QString why = tr("A remote server publishes no engine steps, and a shared server is not ours to pause");
+    pause_->setToolTip(remote_ ? why : tr("Hold the engine between steps (F8)"));
+    step_->setToolTip(remote_ ? why : tr("While paused, let exactly one step run (F10)"));
+    summary_->setText(remote_ ? tr("Remote server: no engine steps to show")
+                              : tr("No engine steps yet"));
+    if (!remote_ && !model_->samples().empty()) refreshCharts();
+    setEngineAvailable(engine_available_);
 }
 
 }  // namespace lorascope::ui

@@ -1,31 +1,37 @@
 // What the batcher is doing: live charts (rows, padding, KV cache, queue, step time, tokens/s),
 // the step timeline, the step table, and pause / single-step to walk through joins and filters.
+// With a remote backend there are no engine steps to show: the inspector shows its server page
+// instead (ServerMetricsView: the server's own aggregates polled from /metrics, next to the
+// per-request timings this window measured).
 #pragma once
 
 #include <QWidget>
 #include <vector>
 
-class QCheckBox;
-class QChart;
+#include "inspector_chart.h"
+
 class QComboBox;
 class QLabel;
-class QLineSeries;
 class QPushButton;
+class QStackedWidget;
 class QTableView;
-class QValueAxis;
 
 namespace lorascope::ui {
 
 class BatchTimelineWidget;
+class ServerMetricsView;
 class StepStatsModel;
 
 class BatchingInspector : public QWidget {
     Q_OBJECT
 public:
-    explicit BatchingInspector(StepStatsModel* model, QWidget* parent = nullptr);
+    // `server_view` (may be null) becomes the page shown while the backend is a remote server.
+    explicit BatchingInspector(StepStatsModel* model, ServerMetricsView* server_view = nullptr, QWidget* parent = nullptr);
     QPushButton* pauseButton() const { return pause_; }
     QPushButton* stepButton() const { return step_; }
     BatchTimelineWidget* timeline() const { return timeline_; }
+    ServerMetricsView* serverView() const { return server_view_; }
+    bool showsServer() const { return remote_; }
     int chartCount() const { return int(charts_.size()); }
     // Points currently plotted by a chart's first series (tests).
     int pointCount(int chart) const;
@@ -34,6 +40,9 @@ public:
 public Q_SLOTS:
     void setPaused(bool paused);
     void setEngineAvailable(bool available);
+    // A remote backend: the server page instead of the engine's steps; pause and step disabled
+    // (a shared server is not ours to hold).
+    void setRemote(bool remote);
     void refreshCharts();
 
 Q_SIGNALS:
@@ -44,20 +53,17 @@ protected:
     void showEvent(QShowEvent* e) override;
 
 private:
-    struct Chart {
-        QChart* chart;
-        std::vector<QLineSeries*> series;
-        QValueAxis* x;
-        QValueAxis* y;
-    };
-    Chart makeChart(const QString& title, const QStringList& series_names, const QString& unit);
     StepStatsModel* model_;
+    ServerMetricsView* server_view_;
+    QStackedWidget* pages_ = nullptr;
+    QWidget* engine_page_ = nullptr;
+    bool remote_ = false, engine_available_ = false;
     QPushButton *pause_ = nullptr, *step_ = nullptr;
     QComboBox* colour_by_ = nullptr;
     QLabel* summary_ = nullptr;
     BatchTimelineWidget* timeline_ = nullptr;
     QTableView* table_ = nullptr;
-    std::vector<Chart> charts_;
+    std::vector<InspectorChart> charts_;
     bool dirty_ = false;
 };
 

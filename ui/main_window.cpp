@@ -29,6 +29,7 @@
 #include "error_reporter.h"
 #include "hf_cache.h"
 #include "lab_view.h"
+#include "metrics_poller.h"
 #include "model_panel.h"
 #include "params_panel.h"
 #include "prompt_composer.h"
@@ -36,6 +37,8 @@
 #include "request_board.h"
 #include "request_table_model.h"
 #include "results_export.h"
+#include "server_metrics.h"
+#include "server_metrics_view.h"
 #include "step_stats_model.h"
 
 namespace lorascope::ui {
@@ -60,6 +63,8 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
     requests_ = new RequestTableModel(this);
     adapters_ = new AdapterListModel(this);
     steps_ = new StepStatsModel(2000, this);
+    server_metrics_ = new ServerMetricsModel(3600, this);
+    metrics_poller_ = new MetricsPoller(server_metrics_, this);
     buildActions();
     buildLayout(std::move(lab_factory));
     connectBridge();
@@ -154,7 +159,7 @@ void MainWindow::buildLayout(EngineFactory lab_factory) {
     requests_page->setStretchFactor(0, 1);
     requests_page->setStretchFactor(1, 3);
     comparison_ = new ComparisonView(requests_, this);
-    inspector_ = new BatchingInspector(steps_, this);
+    inspector_ = new BatchingInspector(steps_, new ServerMetricsView(server_metrics_, requests_), this);
     tabs_ = new QTabWidget(this);
     tabs_->setAccessibleName(tr("Views"));
     tabs_->addTab(requests_page, tr("Prompts && requests"));
@@ -218,6 +223,7 @@ void MainWindow::connectBridge() {
         adapters_->clear();   // a new engine starts without adapters (a remote one with the server's)
         for (const auto& a : bridge_->adapters()) adapters_->markLoaded(a);
         steps_->clear();
+        followServerMetrics();
         inspector_->setEngineAvailable(true);
         rememberRecent(kRecentModels, dir);
         refreshStatus();
@@ -247,6 +253,16 @@ void MainWindow::connectBridge() {
 }
 
 void MainWindow::report(const QString& title, const QString& message) { reporter_->report(this, title, message); }
+
+void MainWindow::followServerMetrics() {
+    // The location as the factory saw it (the token is filed under it, never part of it).
+    const QString location = QString::fromStdString(bridge_->engineOptions().model_dir);
+    const bool remote = isRemoteLocation(location);
+    if (remote) metrics_poller_->start(parseRemoteLocation(location).url, RemoteCredentials::token(location));
+    else metrics_poller_->stop();
+    inspector_->setRemote(remote);
+    refreshStatus();
+}
 
 void MainWindow::showTab(Tab tab) { tabs_->setCurrentIndex(int(tab)); }
 
@@ -386,8 +402,11 @@ void MainWindow::refreshStatus() {
                          .arg(model).arg(open).arg(requests_->rowCount())
                          .arg(bridge_->isPaused() ? tr("  ·  engine paused") : QString()));
     const bool engine = bridge_->hasEngine();
-    for (QAction* a : {add_adapter_, submit_, compare_, pause_}) a->setEnabled(engine);
-    step_->setEnabled(engine && bridge_->isPaused());
+    for (QAction* a : {add_adapter_, submit_, compare_}) a->setEnabled(engine);
+    // A remote server is not ours to hold (the remote backend ignores pause and step).
+    const bool holdable = engine && !inspector_->showsServer();
+    pause_->setEnabled(holdable);
+    step_->setEnabled(holdable && bridge_->isPaused());
     inspector_->setEngineAvailable(engine);
 }
 

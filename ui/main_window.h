@@ -23,11 +23,13 @@ class BatchingInspector;
 class ComparisonView;
 class LabView;
 class ErrorReporter;
+class MetricsPoller;
 class ModelPanel;
 class ParamsPanel;
 class PromptComposer;
 class RequestBoard;
 class RequestTableModel;
+class ServerMetricsModel;
 class StepStatsModel;
 
 struct MainWindowOptions {
@@ -47,6 +49,9 @@ public:
     RequestTableModel* requestModel() const { return requests_; }
     AdapterListModel* adapterModel() const { return adapters_; }
     StepStatsModel* stepModel() const { return steps_; }
+    // A remote backend's /metrics, polled while it is loaded (the inspector's server page).
+    ServerMetricsModel* serverMetrics() const { return server_metrics_; }
+    MetricsPoller* metricsPoller() const { return metrics_poller_; }
     ModelPanel* modelPanel() const { return model_panel_; }
     AdaptersPanel* adaptersPanel() const { return adapters_panel_; }
     PromptComposer* composer() const { return composer_; }
@@ -80,6 +85,7 @@ private:
     void buildActions();
     void buildLayout(EngineFactory lab_factory);
     void connectBridge();
+    void followServerMetrics();   // after a load: poll a remote server's /metrics, or stop
     void restoreSettings();
     void rememberRecent(const QString& key, const QString& dir);
     QStringList recent(const QString& key) const;
@@ -99,6 +105,8 @@ private:
     RequestTableModel* requests_ = nullptr;
     AdapterListModel* adapters_ = nullptr;
     StepStatsModel* steps_ = nullptr;
+    ServerMetricsModel* server_metrics_ = nullptr;
+    MetricsPoller* metrics_poller_ = nullptr;
     ModelPanel* model_panel_ = nullptr;
     AdaptersPanel* adapters_panel_ = nullptr;
     PromptComposer* composer_ = nullptr;

@@ -180,6 +180,11 @@ std::string Metrics::render() const {
     header(out, "lorascope_kv_cache_bytes", "gauge", "KV cache bytes at the last step");
     sample(out, "lorascope_kv_cache_bytes", "state=\"allocated\"", static_cast<double>(last_step_.kv_bytes_allocated));
     sample(out, "lorascope_kv_cache_bytes", "state=\"in_use\"", busy ? static_cast<double>(last_step_.kv_bytes_in_use) : 0.0);
+    // LoRAX has no KV-cache gauge; this one means what vLLM's kv_cache_usage_perc means.
+    header(out, "lorascope_kv_cache_usage", "gauge", "Share of the KV cache's blocks in use at the last step (0..1)");
+    const bool sized = busy && last_step_.kv_blocks_total > 0;
+    sample(out, "lorascope_kv_cache_usage", "",
+           sized ? static_cast<double>(last_step_.kv_blocks_used) / static_cast<double>(last_step_.kv_blocks_total) : 0.0);
     header(out, "lorascope_batch_padded_tokens", "gauge", "Padding positions computed in the last step");
     sample(out, "lorascope_batch_padded_tokens", "", busy ? static_cast<double>(last_step_.padded_tokens) : 0.0);
     header(out, "lorascope_client_disconnect_cancels", "counter", "Requests cancelled because their client went away");

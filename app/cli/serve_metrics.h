@@ -38,7 +38,7 @@ public:
     void on_request_refused(const std::string& err);  // lorax_request_failure{err}, before the engine
     void on_submitted();
     void on_finished(const FinishEvent& finish, double validation_s, double total_s);
-    void on_client_disconnect();                      // a stream whose client went away mid-request
+    void on_client_disconnect();                      // a request whose client went away before its answer
     void on_connection_refused();
     void set_connections(int64_t active);
 

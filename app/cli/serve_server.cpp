@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 #include "lorascope/error.h"
+#include "serve_connection.h"
 
 namespace lorascope::cli::serve {
 
@@ -25,102 +26,6 @@ namespace {
 
 constexpr auto kPollInterval = std::chrono::milliseconds(50);
 constexpr auto kKeepAliveInterval = std::chrono::seconds(5);
-
-// Set on the threads that answer connections past --max-connections: every request they read is
-// refused with 429. The body is read first (the handlers run as usual) because closing a socket
-// with unread input makes the kernel reset the connection, and the client would see a reset
-// instead of the refusal.
-thread_local bool t_refusing = false;
-
-// A fixed set of threads running queued jobs.
-class WorkerPool {
-public:
-    WorkerPool(size_t threads, bool refusing) {
-        for (size_t i = 0; i < threads; ++i)
-            threads_.emplace_back([this, refusing] {
-                t_refusing = refusing;
-                for (;;) {
-                    std::function<void()> job;
-                    {
-                        std::unique_lock<std::mutex> lock(mutex_);
-                        cv_.wait(lock, [&] { return shutdown_ || !jobs_.empty(); });
-                        if (jobs_.empty()) return;
-                        job = std::move(jobs_.front());
-                        jobs_.pop_front();
-                    }
-                    try {
-                        job();
-                    } catch (...) {
-                        // httplib answers the request's own exceptions; nothing may escape a worker.
-                    }
-                }
-            });
-    }
-    ~WorkerPool() { shutdown(); }
-    void push(std::function<void()> job) {
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            jobs_.push_back(std::move(job));
-        }
-        cv_.notify_one();
-    }
-    void shutdown() {
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            shutdown_ = true;
-        }
-        cv_.notify_all();
-        for (auto& t : threads_)
-            if (t.joinable()) t.join();
-    }
-
-private:
-    std::mutex mutex_;
-    std::condition_variable cv_;
-    std::deque<std::function<void()>> jobs_;
-    bool shutdown_ = false;
-    std::vector<std::thread> threads_;
-};
-
-// httplib hands every accepted connection to a task queue. This one serves up to
-// `max_connections` at once, each on its own thread, and passes the rest to two refusing threads.
-class ConnectionQueue final : public httplib::TaskQueue {
-public:
-    ConnectionQueue(size_t max_connections, std::shared_ptr<Metrics> metrics)
-        : max_(max_connections), metrics_(std::move(metrics)), serving_(max_connections, false), refusing_(2, true) {}
-
-    void enqueue(std::function<void()> fn) override {
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            if (busy_ >= max_) {
-                metrics_->on_connection_refused();
-                refusing_.push(std::move(fn));
-                return;
-            }
-            metrics_->set_connections(static_cast<int64_t>(++busy_));
-        }
-        serving_.push([this, fn = std::move(fn)] {
-            try {
-                fn();
-            } catch (...) {
-            }
-            std::lock_guard<std::mutex> lock(mutex_);
-            metrics_->set_connections(static_cast<int64_t>(--busy_));
-        });
-    }
-
-    void shutdown() override {
-        serving_.shutdown();
-        refusing_.shutdown();
-    }
-
-private:
-    std::mutex mutex_;
-    size_t max_;
-    size_t busy_ = 0;
-    std::shared_ptr<Metrics> metrics_;
-    WorkerPool serving_, refusing_;
-};
 
 // The engine's events for one request, handed from the engine thread to the HTTP thread. The sink
 // also does the request's metrics when it finishes, so that a request whose client went away is
@@ -280,7 +185,7 @@ void LoraxServer::install_routes() {
     // Every route goes through here: overload, authentication, and errors in LoRAX's shape. A
     // handler's failure is its request's answer; the server goes on.
     auto refuse_if_overloaded = [this](Response& res) {
-        if (!t_refusing) return;
+        if (!refusing_this_connection()) return;
         metrics_->on_request_refused("overloaded");
         res.set_header("Connection", "close");
         throw HttpError(429, "overloaded",
@@ -365,7 +270,8 @@ void LoraxServer::install_routes() {
                         throw;
                     }
                     try {
-                        handler(body, rs, received, std::make_shared<OpenRequest>(open_requests_));
+                        ClientConnection client(rq);
+                        handler(body, rs, received, std::make_shared<OpenRequest>(open_requests_), client);
                     } catch (const HttpError& e) {
                         if (e.error_type() == "validation") metrics_->on_request_refused("validation");
                         throw;
@@ -384,16 +290,29 @@ void LoraxServer::install_routes() {
         return std::make_pair(sink, id);
     };
 
-    // Waits for a whole request (the non-streaming routes).
-    auto collect = [this](EventQueueSink& sink, RequestId id, std::vector<TokenEvent>& tokens) {
+    // Waits for a whole request (the non-streaming routes). A client that goes away meanwhile is
+    // noticed within kPollInterval: its request is cancelled in the engine (like a stream's), and
+    // the wait goes on until the engine confirms, so that the request is counted as cancelled.
+    auto collect = [this](EventQueueSink& sink, RequestId id, std::vector<TokenEvent>& tokens,
+                          ClientConnection& client) {
+        bool client_gone = false;
         for (;;) {
             if (*stopping_) {
                 engine_.cancel(id);
                 throw HttpError(503, "incomplete_generation", "the request was cancelled: the server is shutting down");
             }
+            if (!client_gone && client.closed()) {
+                client_gone = true;
+                engine_.cancel(id);
+                metrics_->on_client_disconnect();
+            }
             auto e = sink.pop(kPollInterval);
             if (!e) continue;
-            if (e->finished) return e->finish;
+            if (e->finished) {
+                // Nobody reads this answer; the status is for httplib's log of the exchange only.
+                if (client_gone) throw HttpError(499, "incomplete_generation", "the client closed the connection");
+                return e->finish;
+            }
             tokens.push_back(std::move(e->token));
         }
     };
@@ -537,7 +456,8 @@ void LoraxServer::install_routes() {
 
     auto lorax_generate = [this, submit, collect, lorax_details, timing_headers, stream_response](
                               std::optional<bool> stream_by_route, bool wrap_in_list) {
-        return [=](const json& body, Response& res, Clock::time_point received, std::shared_ptr<OpenRequest> open) {
+        return [=](const json& body, Response& res, Clock::time_point received, std::shared_ptr<OpenRequest> open,
+                   ClientConnection& client) {
             ParsedRequest parsed = parse_lorax_request(body, model_, stream_by_route);
             if (parsed.stream) {
                 auto st = std::make_shared<StreamState>();
@@ -549,7 +469,7 @@ void LoraxServer::install_routes() {
             }
             auto [sink, id] = submit(parsed, received);
             std::vector<TokenEvent> tokens;
-            const FinishEvent f = collect(*sink, id, tokens);
+            const FinishEvent f = collect(*sink, id, tokens, client);
             if (f.reason == FinishReason::Error || f.reason == FinishReason::Cancelled) throw finish_error(f);
             json out = {{"generated_text", (parsed.return_full_text ? parsed.inputs : std::string()) + f.text}};
             if (parsed.details || parsed.decoder_input_details) out["details"] = lorax_details(parsed, f, tokens);
@@ -560,7 +480,8 @@ void LoraxServer::install_routes() {
 
     auto openai_completions = [this, submit, collect, stream_response](const json& body, Response& res,
                                                                         Clock::time_point received,
-                                                                        std::shared_ptr<OpenRequest> open) {
+                                                                        std::shared_ptr<OpenRequest> open,
+                                                                        ClientConnection& client) {
         ParsedRequest parsed = parse_openai_completion(body, model_);
         const std::string completion_id = "cmpl-" + std::to_string(++completion_counter_);
         if (parsed.stream) {
@@ -573,7 +494,7 @@ void LoraxServer::install_routes() {
         }
         auto [sink, id] = submit(parsed, received);
         std::vector<TokenEvent> tokens;
-        const FinishEvent f = collect(*sink, id, tokens);
+        const FinishEvent f = collect(*sink, id, tokens, client);
         if (f.reason == FinishReason::Error || f.reason == FinishReason::Cancelled) throw finish_error(f);
         const std::string prefix = parsed.echo ? parsed.inputs : std::string();
         json logprobs = nullptr;

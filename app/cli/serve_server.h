@@ -1,6 +1,6 @@
 // The HTTP side of `lorascope-cli serve`: LoRAX's routes over one Engine (cpp-httplib, one thread
 // per connection). Every request is one Engine::submit, so concurrent requests share the engine's
-// continuous batches; a stream whose client goes away is cancelled in the engine.
+// continuous batches; a request whose client goes away (streaming or not) is cancelled in the engine.
 #pragma once
 
 #include <nlohmann/json.hpp>

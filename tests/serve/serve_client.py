@@ -7,6 +7,8 @@ usage: serve_client.py URL COMMAND [ARGS]
   faults              malformed JSON, oversized body, unknown adapter, bad parameters; prints a summary
   crowd N EXPECTED    N concurrent streams; prints how many completed and how many were refused
   disconnect N        N streams whose clients go away after the first token; waits for the engine to idle
+  disconnect-whole    non-streaming /generate and /v1/completions whose clients go away mid-request,
+                      next to a request that must complete
 Assertions fail with a message and exit status 1; results go to stdout as JSON.
 """
 import json
@@ -322,6 +324,77 @@ def run_disconnect(url, n):
     print(json.dumps({"cancelled": cancelled, "idle_after_s": round(idle_after, 3)}), flush=True)
 
 
+def run_disconnect_whole(url):
+    """Non-streaming requests whose clients close the socket while the engine runs them: each is
+    cancelled in the engine (counted as cancelled, not as a success), and a neighbour sharing the
+    batch runs to its end."""
+    u = urllib.parse.urlparse(url)
+    before = metrics(url)
+    # Long, yet all three fit the engine's default token budget (16384 prompt + new tokens) at once.
+    long_params = {"max_new_tokens": 5000, "ignore_eos_token": True}
+    hang_ups = [("/generate", {"inputs": "rain owl jam queen hat", "parameters": long_params}),
+                ("/v1/completions", {"model": "reverse", "prompt": "rain owl jam", "max_tokens": 5000,
+                                     "ignore_eos": True})]
+    neighbour = {}
+
+    def run_neighbour():
+        r = requests.post(url + "/generate", timeout=120, json={
+            "inputs": "queen wolf kite goat sun",
+            "parameters": {"max_new_tokens": 400, "ignore_eos_token": True, "details": True}})
+        neighbour["status"], neighbour["body"] = r.status_code, r.json()
+
+    t = threading.Thread(target=run_neighbour)
+    t.start()
+    sockets = []
+    for path, body in hang_ups:
+        s = socket.create_connection((u.hostname, u.port), timeout=30)
+        data = json.dumps(body).encode()
+        s.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n%s" % (path.encode(), len(data), data))
+        sockets.append(s)
+    # Hang up once all three run in the engine's batch and it has decoded for a while.
+    deadline = time.monotonic() + 30
+    while True:
+        m = metrics(url)
+        if m.get("lorascope_requests_in_engine", 0) >= 3 and m.get("lorax_batch_current_size", 0) >= 3:
+            break
+        check(time.monotonic() < deadline, "the three requests never ran together: %s" % {
+            k: v for k, v in m.items() if "_bucket" not in k and not k.endswith(("_sum", "_count"))})
+        time.sleep(0.02)
+    time.sleep(0.3)
+    for s in sockets:
+        s.shutdown(socket.SHUT_RDWR)
+        s.close()
+    hung_up = time.monotonic()
+    key = 'lorax_request_failure{err="cancelled"}'
+    # 5000 tokens take the demo model seconds even alone: a request that is not cancelled would
+    # still be in the engine (and later count as a success, not as cancelled).
+    while True:
+        m = metrics(url)
+        cancelled = m.get(key, 0) - before.get(key, 0)
+        if cancelled >= 2:
+            break
+        check(time.monotonic() - hung_up < 3.0,
+              "%d of 2 non-streaming requests cancelled 3 s after their clients left (%s in the engine)"
+              % (cancelled, m.get("lorascope_requests_in_engine")))
+        time.sleep(0.02)
+    noticed_after = time.monotonic() - hung_up
+    noticed = m.get("lorascope_client_disconnect_cancels", 0) - before.get("lorascope_client_disconnect_cancels", 0)
+    check(noticed == 2, "%d disconnects noticed, expected 2" % noticed)
+    success_before_neighbour = m.get("lorax_request_success", 0) - before.get("lorax_request_success", 0)
+    check(success_before_neighbour == 0, "a hung-up request was counted as a success")
+    t.join()
+    check(neighbour.get("status") == 200 and neighbour["body"]["details"]["generated_tokens"] == 400,
+          "the neighbour request did not complete: %s" % neighbour)
+    m = metrics(url)
+    check(m.get("lorax_request_success", 0) - before.get("lorax_request_success", 0) == 1,
+          "exactly the neighbour should have succeeded")
+    check(m.get("lorascope_requests_in_engine", -1) == 0, "requests are left in the engine")
+    alive(url, "non-streaming clients that disconnected")
+    print(json.dumps({"cancelled": cancelled, "noticed_after_s": round(noticed_after, 3),
+                      "neighbour_tokens": neighbour["body"]["details"]["generated_tokens"]}), flush=True)
+
+
 def run_auth_and_drain(url, token):
     """Checks the API token, then streams one request across the server's SIGTERM (sent by the
     C++ test when this prints "streaming"): the stream must complete, later requests get 503."""
@@ -377,6 +450,8 @@ def main():
         run_auth_and_drain(url, sys.argv[3])
     elif command == "disconnect":
         run_disconnect(url, int(sys.argv[3]))
+    elif command == "disconnect-whole":
+        run_disconnect_whole(url)
     else:
         fail("unknown command " + command)
 

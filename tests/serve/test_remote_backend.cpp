@@ -1,7 +1,8 @@
 // The window's remote backend (ui/remote_backend.*) against `lorascope-cli serve --demo`: both
 // dialects give the texts and logprobs of `lorascope-cli generate`; errors quote the server's
 // error_type; Cancel closes the stream and the server cancels the request; connection errors are
-// retried with backoff, HTTP errors (429) are not; the API token never shows in a message or log.
+// retried with backoff, HTTP errors (429) are not; more than six streams run at once; the API token
+// never shows in a message or log.
 #include <QtTest>
 
 #include <QEventLoop>
@@ -385,6 +386,30 @@ private Q_SLOTS:
         while (metric(server_.url, "lorascope_requests_in_engine") != 0 && t.elapsed() < 10000) QTest::qWait(50);
         QCOMPARE(metric(server_.url, "lorascope_requests_in_engine"), 0.0);
         QCOMPARE(metric(server_.url, "lorascope_client_disconnect_cancels"), before + 1);
+    }
+
+    void more_than_six_streams_run_at_once() {
+        // Qt Network opens six connections per server and manager: the seventh stream must not wait
+        // for one of the first six to end (the server would never batch it with them).
+        auto engine = ui::createRemoteEngine(endpoint(server_.url, RemoteDialect::Lorax));
+        std::vector<std::shared_ptr<WaitSink>> sinks;
+        for (int i = 0; i < 7; ++i) {
+            sinks.push_back(std::make_shared<WaitSink>());
+            Request r = make_request("queen wolf kite goat sun", "", 2000);
+            r.params.ignore_eos = true;
+            engine->submit(r, sinks.back());
+        }
+        for (auto& sink : sinks) QVERIFY(sink->wait_first_token(60000));
+        int finished = 0;
+        for (auto& sink : sinks) finished += sink->wait(0) ? 1 : 0;
+        // All seven started while all seven ran. (No /metrics here: the seven streams and the
+        // engine's kept-alive /info connection fill the server's eight.)
+        QCOMPARE(finished, 0);
+        engine->cancel_all();
+        for (auto& sink : sinks) {
+            QVERIFY(sink->wait(30000));
+            QCOMPARE(sink->finish.reason, FinishReason::Cancelled);
+        }
     }
 
     void connection_errors_are_retried_with_backoff() {

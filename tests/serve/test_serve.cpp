@@ -211,6 +211,14 @@ private Q_SLOTS:
         QCOMPARE(json_lines(r.out).at(0).at("cancelled").get<double>(), 8.0);
     }
 
+    void whole_requests_whose_clients_leave_are_cancelled_in_the_engine() {
+        const PyResult r = run_client({q(server_.url), "disconnect-whole"});
+        QVERIFY2(r.exit_code == 0, (r.err + r.out).c_str());
+        const json summary = json_lines(r.out).at(0);
+        QCOMPARE(summary.at("cancelled").get<double>(), 2.0);
+        QCOMPARE(summary.at("neighbour_tokens").get<int64_t>(), int64_t(400));
+    }
+
     void api_token_is_required_never_printed_and_sigterm_drains() {
         const std::string token = "sekrit-7f3a9c";
         Server guarded;

@@ -2,7 +2,8 @@
 // as http://127.0.0.1:PORT with its API token. The server's adapters appear in the adapters
 // panel; prompts across base and adapters stream into the board with the texts and token ids of
 // `lorascope-cli generate`; a comparison gets one column per target; Escape cancels a long request
-// and leaves the others intact. (Pause/step and the per-step inspector have no remote counterpart.)
+// and leaves the others intact. (Pause/step have no remote counterpart; the inspector's server
+// page, polled from /metrics, is tests/serve/test_inspector_remote.cpp's.)
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QLineEdit>
