@@ -27,10 +27,10 @@ constexpr int64_t kPrefillPassTokens = 64;
 constexpr int64_t kMaxPassPositions = 1024;
 
 // A prefill of this many prompt tokens in one step frees tens of MB of activations (BLOOM 1024
-// wide: ~60 KB per position), which glibc keeps in its heaps: later small long-lived allocations
-// pin them, and W3's int8 peak RSS was 894 MB against 813 MB with the freed pages handed back
-// after such steps (float32: 1962 against 1832). Decoding steps' temporaries are reused from step
-// to step and are left alone.
+// wide: ~60 KB per position), which glibc keeps in its heaps (runtime/allocator_policy.cpp sets a
+// high trim threshold): later small long-lived allocations pin them, and W3's int8 peak RSS was
+// 894 MB against 813 MB with the freed pages handed back after such steps (float32: 1962 against
+// 1832). Decoding steps' temporaries are reused from step to step and are left alone.
 constexpr int64_t kTrimAfterPrefillTokens = 256;
 
 void return_freed_memory() {

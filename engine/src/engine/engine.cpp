@@ -22,6 +22,7 @@
 #include "adapters/adapter_registry.h"
 #include "engine/batch_runner.h"
 #include "engine/compute_choice.h"
+#include "runtime/allocator_policy.h"
 #include "engine/emitter.h"
 #include "engine/live_request.h"
 #include "engine/mailbox.h"
@@ -239,6 +240,7 @@ std::unique_ptr<Engine> Engine::create(const EngineOptions& options) {
         throw Error(ErrorKind::InvalidArgument, "max_batch_tokens must be at least 1");
     if (options.kv_cache_mb < 0) throw Error(ErrorKind::InvalidArgument, "kv_cache_mb must not be negative");
     models::LoadOptions load = engine_detail::load_options(options.dtype, options.device);
+    if (load.device.is_cpu()) runtime::settle_cpu_allocator();
     load.progress = options.load_progress;
     auto model = util::run_on_scratch_thread([&] { return models::load_model(options.model_dir, load); });
     std::unique_ptr<Tokenizer> tokenizer;

@@ -3,6 +3,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "engine/compute_choice.h"
+#include "runtime/allocator_policy.h"
 
 #include <optional>
 
@@ -48,6 +49,7 @@ private:
 std::unique_ptr<Scorer> Scorer::open(const std::string& model_dir, const std::string& dtype) {
     // Inference tensors, as the engine loads them: no autograd metadata on the weights.
     c10::InferenceMode inference;
+    runtime::settle_cpu_allocator();
     return std::make_unique<ModelScorer>(models::load_model(model_dir, engine_detail::load_options(dtype, "cpu")));
 }
 
