@@ -34,7 +34,7 @@ const char* const kUsage =
     "          do_sample, temperature, top_k, top_p, typical_p, min_p, repetition_penalty, no_repeat_ngram_size,\n"
     "          num_beams, num_return_sequences, length_penalty, early_stopping, stop, seed, ignore_eos, logprobs}}\n"
     "  output: JSON Lines {\"id\", \"text\", \"token_ids\", \"finish_reason\", \"prompt_tokens\", \"generated_tokens\",\n"
-    "          \"logprobs\" (when asked), \"sequences\" (num_return_sequences > 1: [{\"text\", \"token_ids\", \"score\" (beams)}],\n"
+    "          \"stop_sequence\" (finish_reason stop: the one that matched), \"logprobs\" (when asked), \"sequences\" (num_return_sequences > 1: [{\"text\", \"token_ids\", \"score\" (beams)}],\n"
     "          best first, the first being text/token_ids), \"error\" (when the request failed)}, in completion order\n"
     "  --stats FILE: one JSON line per engine step\n"
     "  --kv-cache-mb: the KV cache's size (default: from the model and the free memory); requests that\n"
@@ -59,6 +59,7 @@ public:
                      {"finish_reason", to_string(e.reason)},
                      {"prompt_tokens", e.usage.prompt_tokens},
                      {"generated_tokens", e.usage.generated_tokens}};
+        if (e.reason == FinishReason::Stop) line["stop_sequence"] = e.stop_sequence;
         if (!e.logprobs.empty()) line["logprobs"] = e.logprobs;
         if (!e.sequences.empty()) {
             json sequences = json::array();

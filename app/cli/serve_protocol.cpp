@@ -320,4 +320,9 @@ const char* openai_finish_reason(FinishReason reason) {
     return reason == FinishReason::Length ? "length" : "stop";
 }
 
+nlohmann::json openai_stop_reason(const FinishEvent& finish) {
+    if (finish.reason == FinishReason::Stop) return finish.stop_sequence;
+    return nullptr;
+}
+
 }  // namespace lorascope::cli::serve

@@ -79,5 +79,8 @@ ParsedRequest parse_openai_completion(const nlohmann::json& body, const ServedMo
 const char* lorax_finish_reason(FinishReason reason);
 // ... and in OpenAI's: "length" or "stop".
 const char* openai_finish_reason(FinishReason reason);
+// vLLM's extension of OpenAI's choice: the stop string that ended it, null otherwise (finish_reason
+// is "stop" for both eos and a stop string; clients tell them apart by this).
+nlohmann::json openai_stop_reason(const FinishEvent& finish);
 
 }  // namespace lorascope::cli::serve

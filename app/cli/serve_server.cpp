@@ -382,6 +382,7 @@ void LoraxServer::install_routes() {
                           {"model", st->parsed.model}, {"choices", json::array({choice})}};
             if (finish) {
                 chunk["choices"][0]["finish_reason"] = openai_finish_reason(finish->reason);
+                chunk["choices"][0]["stop_reason"] = openai_stop_reason(*finish);
                 const int64_t p = finish->usage.prompt_tokens, g = finish->usage.generated_tokens;
                 chunk["usage"] = {{"prompt_tokens", p}, {"completion_tokens", g}, {"total_tokens", p + g}};
             }
@@ -518,7 +519,8 @@ void LoraxServer::install_routes() {
                    {"choices", json::array({{{"index", 0},
                                              {"text", prefix + f.text},
                                              {"logprobs", logprobs},
-                                             {"finish_reason", openai_finish_reason(f.reason)}}})},
+                                             {"finish_reason", openai_finish_reason(f.reason)},
+                                             {"stop_reason", openai_stop_reason(f)}}})},
                    {"usage", {{"prompt_tokens", p}, {"completion_tokens", g}, {"total_tokens", p + g}}}});
     };
 

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -287,6 +288,18 @@ private Q_SLOTS:
             QVERIFY2((f.reason == FinishReason::Stop) == c["hf_stopped"].get<bool>(), what.c_str());
             QVERIFY2(f.text == c["expected_text"].get<std::string>(), (what + " got text " + json(f.text).dump()).c_str());
             QVERIFY2(rec.streamed == f.text, (what + " streamed " + json(rec.streamed).dump()).c_str());
+            if (f.reason == FinishReason::Stop) {
+                // The stop that matched is one asked for, and HF's text goes on with it right where
+                // ours ends (with two stops, the earlier in the text).
+                const auto asked = c["stop"].is_string() ? std::vector<std::string>{c["stop"].get<std::string>()}
+                                                         : c["stop"].get<std::vector<std::string>>();
+                const std::string hf_text = c["hf_text"].get<std::string>();
+                QVERIFY2(std::find(asked.begin(), asked.end(), f.stop_sequence) != asked.end(),
+                         (what + " stop_sequence " + json(f.stop_sequence).dump()).c_str());
+                QVERIFY2(hf_text.find(f.stop_sequence) == f.text.size(), (what + " stop_sequence " + json(f.stop_sequence).dump()).c_str());
+            } else {
+                QVERIFY(f.stop_sequence.empty());
+            }
             for (const auto& t : rec.tokens) held_back += t.text_delta.empty() ? 1 : 0;
         }
         QVERIFY(held_back > 0);   // some tokens' text was held back (a partial stop or a partial character)

@@ -88,11 +88,12 @@ def run_parity(url, cases_path):
         out = resp.json()
         choice = out["choices"][0]
         print(json.dumps({"case": case["id"], "mode": "openai", "text": choice["text"],
-                          "finish_reason": choice["finish_reason"], "logprobs": choice["logprobs"],
+                          "finish_reason": choice["finish_reason"], "stop_reason": choice.get("stop_reason", "absent"),
+                          "logprobs": choice["logprobs"],
                           "usage": out["usage"], "object": out["object"]}), flush=True)
 
         body["stream"] = True
-        text, chunks, finish, usage, lps = "", 0, None, None, []
+        text, chunks, finish, usage, lps, stop_reason = "", 0, None, None, [], "absent"
         with requests.post(url + "/v1/completions", json=body, stream=True, timeout=120) as resp:
             check(resp.status_code == 200, "streamed /v1/completions answered %d" % resp.status_code)
             done = False
@@ -111,9 +112,10 @@ def run_parity(url, cases_path):
                 if c["logprobs"]:
                     lps += c["logprobs"]["token_logprobs"]
                 if c["finish_reason"]:
-                    finish, usage = c["finish_reason"], chunk.get("usage")
+                    finish, usage, stop_reason = c["finish_reason"], chunk.get("usage"), c.get("stop_reason", "absent")
             check(done, "the OpenAI stream did not end with data: [DONE]")
         print(json.dumps({"case": case["id"], "mode": "openai_stream", "text": text, "finish_reason": finish,
+                          "stop_reason": stop_reason,
                           "usage": usage, "token_logprobs": lps, "chunks": chunks}), flush=True)
 
 

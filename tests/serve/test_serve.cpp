@@ -163,6 +163,9 @@ private Q_SLOTS:
                 const std::string reason = want.at("finish_reason") == "length" ? "length" : "stop";
                 QVERIFY2(line.at("text") == want.at("text"), (where + ": " + line.dump()).c_str());
                 QVERIFY2(line.at("finish_reason") == reason, where.c_str());
+                // vLLM's stop_reason: the stop string that matched (as generate's stop_sequence), else null.
+                const json want_stop = want.at("finish_reason") == "stop" ? want.at("stop_sequence") : json();
+                QVERIFY2(line.at("stop_reason") == want_stop, (where + ": " + line.dump()).c_str());
                 QCOMPARE(line.at("usage").at("completion_tokens").get<int64_t>(), want.at("generated_tokens").get<int64_t>());
                 QCOMPARE(line.at("usage").at("prompt_tokens").get<int64_t>(), want.at("prompt_tokens").get<int64_t>());
                 const json& got = mode == "openai" ? line.at("logprobs").at("token_logprobs") : line.at("token_logprobs");

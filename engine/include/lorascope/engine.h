@@ -56,6 +56,7 @@ struct FinishEvent {
     RequestId id = 0;
     FinishReason reason = FinishReason::Eos;
     std::string text;                    // full text, stop sequence excluded
+    std::string stop_sequence;           // reason == Stop: the stop sequence that ended it
     std::vector<int64_t> token_ids;      // generated ids (no decoder start; eos included when generated)
     std::vector<float> logprobs;         // when params.logprobs
     // num_return_sequences > 1: every returned sequence, best first; [0] is text/token_ids above.

@@ -251,6 +251,7 @@ void LiveRequest::finish(FinishReason reason, const std::string& error) {
     if (stopping) {
         if (reason != FinishReason::Stop) stopping->flush();
         event.text = stopping->text();
+        if (reason == FinishReason::Stop) event.stop_sequence = stopping->matched_stop();
         // Bytes of an incomplete UTF-8 sequence the detokenizer still holds (rare at the very end).
         if (reason != FinishReason::Stop && detokenizer) event.text += detokenizer->finish();
     }

@@ -41,7 +41,14 @@ StopSequenceMatcher::Result StopSequenceMatcher::push(const std::string& delta, 
         // when the text does not show it at all (its characters are still held by the
         // detokenizer), everything pending is released.
         size_t match = std::string::npos;
-        for (const std::string* s : completed) match = std::min(match, pending.find(*s));
+        matched_stop_ = *completed.front();
+        for (const std::string* s : completed) {
+            const size_t at = pending.find(*s);
+            if (at < match) {
+                match = at;
+                matched_stop_ = *s;
+            }
+        }
         matched_ = true;
         result.matched = true;
         result.text = match == std::string::npos ? pending : pending.substr(0, match);

@@ -39,6 +39,8 @@ public:
     std::string flush();
     const std::string& held() const { return held_; }
     bool matched() const { return matched_; }
+    // The stop sequence that ended generation (the earliest in the text when several completed).
+    const std::string& matched_stop() const { return matched_stop_; }
 
 private:
     std::vector<std::string> stops_;
@@ -46,6 +48,7 @@ private:
     std::string held_;
     std::string pieces_tail_;   // the last pieces, enough to end a stop string in the next piece
     bool matched_ = false;
+    std::string matched_stop_;
 };
 
 enum class StopReason { None, Eos, Length, Stop };
@@ -74,6 +77,7 @@ public:
     int64_t generated() const { return generated_; }
     const std::string& text() const { return text_; }   // everything released so far
     StopReason reason() const { return reason_; }
+    const std::string& matched_stop() const { return matcher_.matched_stop(); }   // reason Stop
 
 private:
     std::vector<int64_t> eos_token_ids_;
