@@ -25,6 +25,7 @@
 
 #include "lorascope/error.h"
 #include "remote_backend.h"
+#include "server_metrics.h"
 
 using nlohmann::json;
 using namespace lorascope;
@@ -295,6 +296,16 @@ private Q_SLOTS:
         QVERIFY(running >= 2 && running <= max_num_seqs_);
         QVERIFY(waiting >= 1);
         QVERIFY(kv > 0 && kv <= 1);
+        // The batching inspector's reading of the same text (ui/server_metrics.*): vLLM recognised,
+        // and the values it shows are the server's.
+        const ui::ServerReading reading = ui::readServerMetrics(ui::prometheus::parse(busiest.toStdString()));
+        QVERIFY(reading.flavor == ui::ServerFlavor::Vllm);
+        QVERIFY(reading.batch_size && *reading.batch_size == sample(busiest, "vllm:num_requests_running"));
+        QVERIFY(reading.queue_length && *reading.queue_length == sample(busiest, "vllm:num_requests_waiting"));
+        QVERIFY(reading.kv_usage && *reading.kv_usage > 0 && *reading.kv_usage <= 1);
+        QVERIFY(reading.generated_tokens && *reading.generated_tokens > 0);
+        qInfo("inspector reading: batch %g, queue %g, kv %g, generated tokens %g", *reading.batch_size,
+              *reading.queue_length, *reading.kv_usage, *reading.generated_tokens);
     }
 };
 
