@@ -383,8 +383,11 @@ def run_disconnect_whole(url):
     noticed_after = time.monotonic() - hung_up
     noticed = m.get("lorascope_client_disconnect_cancels", 0) - before.get("lorascope_client_disconnect_cancels", 0)
     check(noticed == 2, "%d disconnects noticed, expected 2" % noticed)
-    success_before_neighbour = m.get("lorax_request_success", 0) - before.get("lorax_request_success", 0)
-    check(success_before_neighbour == 0, "a hung-up request was counted as a success")
+    # The neighbour may already have finished here (its 400 tokens took ~0.2 s on a quiet machine,
+    # and the server counts its success before the client has read the answer), so at most its
+    # own success may show; the exact count (the neighbour's alone) is checked once it returned.
+    successes = m.get("lorax_request_success", 0) - before.get("lorax_request_success", 0)
+    check(successes <= 1, "a hung-up request was counted as a success")
     t.join()
     check(neighbour.get("status") == 200 and neighbour["body"]["details"]["generated_tokens"] == 400,
           "the neighbour request did not complete: %s" % neighbour)
