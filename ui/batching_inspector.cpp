@@ -60,6 +60,7 @@ BatchingInspector::BatchingInspector(StepStatsModel* model, ServerMetricsView* s
     charts_.push_back(InspectorChart::make(tr("Queue depth"), {tr("queued")}, QString()));
     charts_.push_back(InspectorChart::make(tr("Step time"), {tr("ms")}, QStringLiteral("ms")));
     charts_.push_back(InspectorChart::make(tr("Tokens per second"), {tr("tok/s")}, QString()));
+    charts_[0].integer_y = charts_[3].integer_y = true;   // rows, queued requests
     for (size_t i = 0; i < charts_.size(); ++i) {
         auto* view = new QChartView(charts_[i].chart, charts_page);
         view->setRenderHint(QPainter::Antialiasing);

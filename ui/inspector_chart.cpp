@@ -5,10 +5,13 @@
 #include <QScatterSeries>
 #include <QValueAxis>
 
+#include <algorithm>
+#include <cmath>
+
 namespace lorascope::ui {
 
 InspectorChart InspectorChart::make(const QString& title, const QStringList& names, const QString& unit,
-                                    const QString& x_format, Style style) {
+                                    const QString& x_suffix, Style style) {
     InspectorChart c;
     c.chart = new QChart;
     c.chart->setTitle(unit.isEmpty() ? title : QStringLiteral("%1 (%2)").arg(title, unit));
@@ -21,10 +24,9 @@ InspectorChart InspectorChart::make(const QString& title, const QStringList& nam
     c.chart->setTitleFont(f);
     c.x = new QValueAxis(c.chart);
     c.y = new QValueAxis(c.chart);
-    c.x->setLabelFormat(x_format);
+    c.x_suffix = x_suffix;
     c.x->setTickCount(3);
     c.y->setTickCount(4);
-    c.y->setLabelFormat(QStringLiteral("%.3g"));
     QFont lf = c.x->labelsFont();
     lf.setPointSizeF(lf.pointSizeF() * 0.8);
     c.x->setLabelsFont(lf);
@@ -50,6 +52,33 @@ InspectorChart InspectorChart::make(const QString& title, const QStringList& nam
     return c;
 }
 
+// Ticks at 1, 2 or 5 times a power of ten, at least 1 for counts, so that "4.4 rows" never shows.
+void setNiceAxisRange(QValueAxis* axis, double lo, double hi, bool integer, const QString& suffix) {
+    if (!(hi > lo)) hi = lo + 1;
+    // Horizontal labels ("4000") need more room than vertical ones: fewer ticks across.
+    const double raw = (hi - lo) / (axis->orientation() == Qt::Horizontal ? 3.0 : 4.0);
+    const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+    double step = raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag;
+    if (integer) step = std::max(1.0, std::round(step));
+    const double top = std::ceil(hi / step) * step;
+    const double bottom = std::floor(lo / step) * step;
+    if (axis->tickType() == QValueAxis::TicksDynamic && axis->tickInterval() == step && axis->min() == bottom && axis->max() == top)
+        return;   // every change re-lays out the series: only real ones
+    // Never a wide range under a small interval, not even between two calls: that made thousands
+    // of ticks for a moment, which took seconds on a 500-request run.
+    if (axis->tickType() != QValueAxis::TicksDynamic || step >= axis->tickInterval()) {
+        axis->setTickInterval(step);
+        axis->setRange(bottom, top);
+    } else {
+        axis->setRange(bottom, top);
+        axis->setTickInterval(step);
+    }
+    axis->setTickAnchor(0);
+    axis->setTickType(QValueAxis::TicksDynamic);
+    axis->setLabelFormat((integer || step >= 1 ? QStringLiteral("%.0f") : step >= 0.1 ? QStringLiteral("%.1f") : QStringLiteral("%.2g")) +
+                         suffix);
+}
+
 void InspectorChart::setPoints(const std::vector<QList<QPointF>>& points) {
     double lo_x = 0, hi_x = 1, hi_y = 1;
     bool any = false;
@@ -62,8 +91,9 @@ void InspectorChart::setPoints(const std::vector<QList<QPointF>>& points) {
         any = true;
         for (const QPointF& p : pts) hi_y = qMax(hi_y, p.y());
     }
-    x->setRange(lo_x, qMax(hi_x, lo_x + 1));
-    y->setRange(0, hi_y * 1.1);
+    // x: time or steps; y: counts (batch rows, queue) get whole-number ticks.
+    setNiceAxisRange(x, lo_x, qMax(hi_x, lo_x + 1), false, x_suffix);
+    setNiceAxisRange(y, 0, hi_y * 1.05, integer_y);
 }
 
 }  // namespace lorascope::ui

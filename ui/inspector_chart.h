@@ -20,15 +20,21 @@ struct InspectorChart {
     std::vector<QXYSeries*> series;
     QValueAxis* x = nullptr;
     QValueAxis* y = nullptr;
+    bool integer_y = false;   // a count (rows, requests): whole-number ticks
+    QString x_suffix;         // after each x label (" s")
 
     enum class Style { Lines, Points };
     // `unit` joins the title in parentheses; a legend is shown for more than one series. Points
     // (a scatter) suit values that exist only now and then (a mean over an interval with steps in
     // it): lines would join them across the gaps.
     static InspectorChart make(const QString& title, const QStringList& series_names, const QString& unit,
-                               const QString& x_format = QStringLiteral("%d"), Style style = Style::Lines);
+                               const QString& x_suffix = QString(), Style style = Style::Lines);
     // Replaces every series' points and fits the axes: x over the points, y from 0 to above the top.
     void setPoints(const std::vector<QList<QPointF>>& points_per_series);
 };
+
+// Fits `axis` to [lo, hi] with ticks at 1, 2 or 5 times a power of ten (at least 1 for counts).
+// `suffix` follows each label (" s").
+void setNiceAxisRange(QValueAxis* axis, double lo, double hi, bool integer, const QString& suffix = QString());
 
 }  // namespace lorascope::ui

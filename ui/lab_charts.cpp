@@ -1,5 +1,7 @@
 #include "lab_charts.h"
 
+#include "inspector_chart.h"
+
 #include <QChart>
 #include <QChartView>
 #include <QGridLayout>
@@ -93,35 +95,9 @@ LabCharts::Chart LabCharts::makeChart(const QString& title, const QString& x_tit
     c.y->setTitleText(y_title);
     c.chart->addAxis(c.x, Qt::AlignBottom);
     c.chart->addAxis(c.y, Qt::AlignLeft);
-    setNiceRange(c.x, 0, 1, integer_x);
-    setNiceRange(c.y, 0, 1, integer_y);
+    setNiceAxisRange(c.x, 0, 1, integer_x);
+    setNiceAxisRange(c.y, 0, 1, integer_y);
     return c;
-}
-
-// Ticks at 1, 2 or 5 times a power of ten, at least 1 for counts, so that "4.4 rows" never shows.
-void LabCharts::setNiceRange(QValueAxis* axis, double lo, double hi, bool integer) {
-    if (!(hi > lo)) hi = lo + 1;
-    // Horizontal labels ("4000") need more room than vertical ones: fewer ticks across.
-    const double raw = (hi - lo) / (axis->orientation() == Qt::Horizontal ? 3.0 : 4.0);
-    const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-    double step = raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag;
-    if (integer) step = std::max(1.0, std::round(step));
-    const double top = std::ceil(hi / step) * step;
-    const double bottom = std::floor(lo / step) * step;
-    if (axis->tickType() == QValueAxis::TicksDynamic && axis->tickInterval() == step && axis->min() == bottom && axis->max() == top)
-        return;   // every change re-lays out the series: only real ones
-    // Never a wide range under a small interval, not even between two calls: that made thousands
-    // of ticks for a moment, which took seconds on a 500-request run.
-    if (axis->tickType() != QValueAxis::TicksDynamic || step >= axis->tickInterval()) {
-        axis->setTickInterval(step);
-        axis->setRange(bottom, top);
-    } else {
-        axis->setRange(bottom, top);
-        axis->setTickInterval(step);
-    }
-    axis->setTickAnchor(0);
-    axis->setTickType(QValueAxis::TicksDynamic);
-    axis->setLabelFormat(integer || step >= 1 ? QStringLiteral("%d") : step >= 0.1 ? QStringLiteral("%.1f") : QStringLiteral("%.2g"));
 }
 
 void LabCharts::setSeries(Chart& c, size_t policy, const QString& name, const QList<QPointF>& points) {
@@ -181,8 +157,8 @@ void LabCharts::refresh(const std::vector<const LabRunData*>& runs, const QStrin
                 hi_y = std::max(hi_y, p.y());
             }
         if (c.integer_x || !any) lo_x = std::min(lo_x, 0.0);
-        setNiceRange(c.x, lo_x, hi_x, c.integer_x);
-        setNiceRange(c.y, 0, hi_y > 0 ? hi_y : 1.0, c.integer_y);
+        setNiceAxisRange(c.x, lo_x, hi_x, c.integer_x);
+        setNiceAxisRange(c.y, 0, hi_y > 0 ? hi_y : 1.0, c.integer_y);
     }
 }
 

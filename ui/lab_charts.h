@@ -34,7 +34,6 @@ private:
     };
     Chart makeChart(const QString& title, const QString& x_title, const QString& y_title, bool integer_x, bool integer_y);
     void setSeries(Chart& c, size_t policy, const QString& name, const QList<QPointF>& points);
-    static void setNiceRange(QValueAxis* axis, double lo, double hi, bool integer);
     std::vector<Chart> charts_;
 };
 

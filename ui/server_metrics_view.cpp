@@ -55,16 +55,17 @@ ServerMetricsView::ServerMetricsView(ServerMetricsModel* metrics, RequestTableMo
     auto* grid = new QGridLayout(charts_page);
     grid->setContentsMargins(0, 0, 0, 0);
     grid->setSpacing(2);
-    const QString x_format = QStringLiteral("%.0f s");
+    const QString x_suffix = QStringLiteral(" s");   // after each label
     const auto points = InspectorChart::Style::Points;
-    charts_.push_back(InspectorChart::make(tr("Server batch size"), {tr("rows")}, QString(), x_format));
-    charts_.push_back(InspectorChart::make(tr("Server queue length"), {tr("waiting")}, QString(), x_format));
+    charts_.push_back(InspectorChart::make(tr("Server batch size"), {tr("rows")}, QString(), x_suffix));
+    charts_.push_back(InspectorChart::make(tr("Server queue length"), {tr("waiting")}, QString(), x_suffix));
     charts_.push_back(InspectorChart::make(tr("Server step time"), {tr("prefill"), tr("decode")}, QStringLiteral("ms"),
-                                           x_format, points));
-    charts_.push_back(InspectorChart::make(tr("Server KV cache"), {tr("in use")}, QStringLiteral("%"), x_format));
+                                           x_suffix, points));
+    charts_.push_back(InspectorChart::make(tr("Server KV cache"), {tr("in use")}, QStringLiteral("%"), x_suffix));
     charts_.push_back(InspectorChart::make(tr("Server request latency"), {tr("per token"), tr("first token")},
-                                           QStringLiteral("ms"), x_format, points));
-    charts_.push_back(InspectorChart::make(tr("Server steps per second"), {tr("steps/s")}, QString(), x_format));
+                                           QStringLiteral("ms"), x_suffix, points));
+    charts_.push_back(InspectorChart::make(tr("Server steps per second"), {tr("steps/s")}, QString(), x_suffix));
+    charts_[0].integer_y = charts_[1].integer_y = true;   // rows, requests
     for (size_t i = 0; i < charts_.size(); ++i) {
         auto* view = new QChartView(charts_[i].chart, charts_page);
         view->setRenderHint(QPainter::Antialiasing);
