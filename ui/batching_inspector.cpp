@@ -1,9 +1,7 @@
 #include "batching_inspector.h"
 
 #include <QChart>
-#include <QChartView>
 #include <QComboBox>
-#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -51,9 +49,6 @@ BatchingInspector::BatchingInspector(StepStatsModel* model, ServerMetricsView* s
     engine_page_ = split;
     auto* tabs = new QTabWidget(split);
     auto* charts_page = new QWidget(tabs);
-    auto* grid = new QGridLayout(charts_page);
-    grid->setContentsMargins(0, 0, 0, 0);
-    grid->setSpacing(2);
     charts_.push_back(InspectorChart::make(tr("Batch rows"), {tr("rows")}, QString()));
     charts_.push_back(InspectorChart::make(tr("Padding share"), {tr("padding %")}, QStringLiteral("%")));
     charts_.push_back(InspectorChart::make(tr("KV cache"), {tr("in use"), tr("allocated")}, QStringLiteral("MiB")));
@@ -61,13 +56,9 @@ BatchingInspector::BatchingInspector(StepStatsModel* model, ServerMetricsView* s
     charts_.push_back(InspectorChart::make(tr("Step time"), {tr("ms")}, QStringLiteral("ms")));
     charts_.push_back(InspectorChart::make(tr("Tokens per second"), {tr("tok/s")}, QString()));
     charts_[0].integer_y = charts_[3].integer_y = true;   // rows, queued requests
-    for (size_t i = 0; i < charts_.size(); ++i) {
-        auto* view = new QChartView(charts_[i].chart, charts_page);
-        view->setRenderHint(QPainter::Antialiasing);
-        view->setMinimumHeight(110);
-        view->setAccessibleName(charts_[i].chart->title());
-        grid->addWidget(view, int(i / 3), int(i % 3));
-    }
+    std::vector<QChart*> charts;
+    for (const auto& c : charts_) charts.push_back(c.chart);
+    layoutChartGrid(charts_page, charts, 3, 110);
     tabs->addTab(charts_page, tr("Charts"));
     table_ = new QTableView(tabs);
     table_->setModel(model_);

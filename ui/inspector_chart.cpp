@@ -1,6 +1,8 @@
 #include "inspector_chart.h"
 
 #include <QChart>
+#include <QChartView>
+#include <QGridLayout>
 #include <QLineSeries>
 #include <QScatterSeries>
 #include <QValueAxis>
@@ -10,6 +12,31 @@
 
 namespace lorascope::ui {
 
+void styleCompactChart(QChart* chart, QValueAxis* x, QValueAxis* y) {
+    chart->setMargins(QMargins(2, 2, 2, 2));
+    chart->setBackgroundRoundness(0);
+    QFont f = chart->titleFont();
+    f.setPointSizeF(f.pointSizeF() * 0.9);
+    chart->setTitleFont(f);
+    QFont lf = x->labelsFont();
+    lf.setPointSizeF(lf.pointSizeF() * 0.8);
+    x->setLabelsFont(lf);
+    y->setLabelsFont(lf);
+}
+
+void layoutChartGrid(QWidget* page, const std::vector<QChart*>& charts, int columns, int min_height) {
+    auto* grid = new QGridLayout(page);
+    grid->setContentsMargins(0, 0, 0, 0);
+    grid->setSpacing(2);
+    for (size_t i = 0; i < charts.size(); ++i) {
+        auto* view = new QChartView(charts[i], page);
+        view->setRenderHint(QPainter::Antialiasing);
+        view->setMinimumHeight(min_height);
+        view->setAccessibleName(charts[i]->title());
+        grid->addWidget(view, int(i) / columns, int(i) % columns);
+    }
+}
+
 InspectorChart InspectorChart::make(const QString& title, const QStringList& names, const QString& unit,
                                     const QString& x_suffix, Style style) {
     InspectorChart c;
@@ -17,20 +44,12 @@ InspectorChart InspectorChart::make(const QString& title, const QStringList& nam
     c.chart->setTitle(unit.isEmpty() ? title : QStringLiteral("%1 (%2)").arg(title, unit));
     c.chart->legend()->setVisible(names.size() > 1);
     c.chart->legend()->setAlignment(Qt::AlignBottom);
-    c.chart->setMargins(QMargins(2, 2, 2, 2));
-    c.chart->setBackgroundRoundness(0);
-    QFont f = c.chart->titleFont();
-    f.setPointSizeF(f.pointSizeF() * 0.9);
-    c.chart->setTitleFont(f);
     c.x = new QValueAxis(c.chart);
     c.y = new QValueAxis(c.chart);
+    styleCompactChart(c.chart, c.x, c.y);
     c.x_suffix = x_suffix;
     c.x->setTickCount(3);
     c.y->setTickCount(4);
-    QFont lf = c.x->labelsFont();
-    lf.setPointSizeF(lf.pointSizeF() * 0.8);
-    c.x->setLabelsFont(lf);
-    c.y->setLabelsFont(lf);
     c.chart->addAxis(c.x, Qt::AlignBottom);
     c.chart->addAxis(c.y, Qt::AlignLeft);
     for (const QString& name : names) {

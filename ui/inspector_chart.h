@@ -10,6 +10,7 @@
 #include <vector>
 
 class QChart;
+class QWidget;
 class QXYSeries;
 class QValueAxis;
 
@@ -34,6 +35,14 @@ struct InspectorChart {
 };
 
 // Fits `axis` to [lo, hi] with ticks at 1, 2 or 5 times a power of ten (at least 1 for counts).
+// The compact style of the inspector's and the lab's small charts: thin margins, square corners,
+// small title and axis labels.
+void styleCompactChart(QChart* chart, QValueAxis* x, QValueAxis* y);
+
+// Lays `charts` out on `page` (which gets the layout), `columns` across, each in an antialiased
+// view at least `min_height` tall, named for accessibility by its title.
+void layoutChartGrid(QWidget* page, const std::vector<QChart*>& charts, int columns, int min_height);
+
 // `suffix` follows each label (" s").
 void setNiceAxisRange(QValueAxis* axis, double lo, double hi, bool integer, const QString& suffix = QString());
 

@@ -3,8 +3,6 @@
 #include "inspector_chart.h"
 
 #include <QChart>
-#include <QChartView>
-#include <QGridLayout>
 #include <QLegend>
 #include <QLineSeries>
 #include <QValueAxis>
@@ -50,9 +48,6 @@ QColor LabCharts::policyColour(int policy) {
 }
 
 LabCharts::LabCharts(QWidget* parent) : QWidget(parent) {
-    auto* grid = new QGridLayout(this);
-    grid->setContentsMargins(0, 0, 0, 0);
-    grid->setSpacing(2);
     charts_.push_back(makeChart(tr("Batch rows"), tr("step"), tr("rows"), true, true));
     charts_.push_back(makeChart(tr("Queue depth"), tr("step"), tr("requests"), true, true));
     charts_.push_back(makeChart(tr("KV cache allocated"), tr("step"), tr("MiB"), true, false));
@@ -61,13 +56,9 @@ LabCharts::LabCharts(QWidget* parent) : QWidget(parent) {
     charts_.push_back(makeChart(tr("Per-token latency, CDF"), tr("ms"), tr("% of tokens"), false, false));
     charts_.push_back(makeChart(tr("KV per request (peak)"), tr("request"), tr("MiB"), true, false));
     charts_.push_back(makeChart(tr("Decoded tokens"), tr("step"), tr("tokens (cumulative)"), true, true));
-    for (size_t i = 0; i < charts_.size(); ++i) {
-        auto* view = new QChartView(charts_[i].chart, this);
-        view->setRenderHint(QPainter::Antialiasing);
-        view->setMinimumHeight(120);
-        view->setAccessibleName(charts_[i].chart->title());
-        grid->addWidget(view, int(i / 4), int(i % 4));
-    }
+    std::vector<QChart*> charts;
+    for (const auto& c : charts_) charts.push_back(c.chart);
+    layoutChartGrid(this, charts, 4, 120);
 }
 
 LabCharts::Chart LabCharts::makeChart(const QString& title, const QString& x_title, const QString& y_title, bool integer_x,
@@ -76,21 +67,12 @@ LabCharts::Chart LabCharts::makeChart(const QString& title, const QString& x_tit
     c.chart = new QChart;
     c.chart->setTitle(title);
     c.chart->legend()->hide();   // the lab shows one key above all the charts
-    c.chart->setMargins(QMargins(2, 2, 2, 2));
-    c.chart->setBackgroundRoundness(0);
-    QFont f = c.chart->titleFont();
-    f.setPointSizeF(f.pointSizeF() * 0.9);
-    c.chart->setTitleFont(f);
     c.x = new QValueAxis(c.chart);
     c.y = new QValueAxis(c.chart);
+    styleCompactChart(c.chart, c.x, c.y);
     c.integer_x = integer_x;
     c.integer_y = integer_y;
-    QFont lf = c.x->labelsFont();
-    lf.setPointSizeF(lf.pointSizeF() * 0.8);
-    for (QValueAxis* a : {c.x, c.y}) {
-        a->setLabelsFont(lf);
-        a->setTitleFont(lf);
-    }
+    for (QValueAxis* a : {c.x, c.y}) a->setTitleFont(c.x->labelsFont());   // axis titles as small as the labels
     c.x->setTitleText(x_title);
     c.y->setTitleText(y_title);
     c.chart->addAxis(c.x, Qt::AlignBottom);

@@ -1,8 +1,6 @@
 #include "server_metrics_view.h"
 
 #include <QChart>
-#include <QChartView>
-#include <QGridLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineSeries>
@@ -52,9 +50,6 @@ ServerMetricsView::ServerMetricsView(ServerMetricsModel* metrics, RequestTableMo
 
     auto* tabs = new QTabWidget(this);
     auto* charts_page = new QWidget(tabs);
-    auto* grid = new QGridLayout(charts_page);
-    grid->setContentsMargins(0, 0, 0, 0);
-    grid->setSpacing(2);
     const QString x_suffix = QStringLiteral(" s");   // after each label
     const auto points = InspectorChart::Style::Points;
     charts_.push_back(InspectorChart::make(tr("Server batch size"), {tr("rows")}, QString(), x_suffix));
@@ -66,13 +61,9 @@ ServerMetricsView::ServerMetricsView(ServerMetricsModel* metrics, RequestTableMo
                                            QStringLiteral("ms"), x_suffix, points));
     charts_.push_back(InspectorChart::make(tr("Server steps per second"), {tr("steps/s")}, QString(), x_suffix));
     charts_[0].integer_y = charts_[1].integer_y = true;   // rows, requests
-    for (size_t i = 0; i < charts_.size(); ++i) {
-        auto* view = new QChartView(charts_[i].chart, charts_page);
-        view->setRenderHint(QPainter::Antialiasing);
-        view->setMinimumHeight(110);
-        view->setAccessibleName(charts_[i].chart->title());
-        grid->addWidget(view, int(i / 3), int(i % 3));
-    }
+    std::vector<QChart*> charts;
+    for (const auto& c : charts_) charts.push_back(c.chart);
+    layoutChartGrid(charts_page, charts, 3, 110);
     tabs->addTab(charts_page, tr("Server charts"));
     table_ = new QTableView(tabs);
     table_->setModel(metrics_);
