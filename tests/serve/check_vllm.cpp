@@ -25,10 +25,12 @@
 
 #include "lorascope/error.h"
 #include "remote_backend.h"
+#include "wait_sink.h"
 #include "server_metrics.h"
 
 using nlohmann::json;
 using namespace lorascope;
+using lorascope::test::WaitSink;
 using lorascope::ui::RemoteDialect;
 using lorascope::ui::RemoteEndpoint;
 
@@ -36,42 +38,6 @@ namespace {
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
 std::string env(const char* name) { return qEnvironmentVariable(name).toStdString(); }
-
-class WaitSink : public RequestSink {
-public:
-    void on_token(const TokenEvent& e) override {
-        std::lock_guard<std::mutex> l(m_);
-        tokens.push_back(e);
-        cv_.notify_all();
-    }
-    void on_finish(const FinishEvent& e) override {
-        std::lock_guard<std::mutex> l(m_);
-        finish = e;
-        done = true;
-        cv_.notify_all();
-    }
-    bool wait(int ms) {
-        std::unique_lock<std::mutex> l(m_);
-        return cv_.wait_for(l, std::chrono::milliseconds(ms), [&] { return done; });
-    }
-    bool wait_first_token(int ms) {
-        std::unique_lock<std::mutex> l(m_);
-        return cv_.wait_for(l, std::chrono::milliseconds(ms), [&] { return !tokens.empty() || done; });
-    }
-    std::string streamed() {
-        std::lock_guard<std::mutex> l(m_);
-        std::string s;
-        for (const auto& t : tokens) s += t.text_delta;
-        return s;
-    }
-    std::vector<TokenEvent> tokens;
-    FinishEvent finish;
-    bool done = false;
-
-private:
-    std::mutex m_;
-    std::condition_variable cv_;
-};
 
 Request greedy(const std::string& prompt, const std::string& adapter, int64_t n) {
     Request r;

@@ -22,6 +22,7 @@
 
 #include "batching_inspector.h"
 #include "error_reporter.h"
+#include "recording_reporter.h"
 #include "event_loop_probe.h"
 #include "image_checks.h"
 #include "main_window.h"
@@ -47,12 +48,6 @@ const std::string kToken = "inspector-tok-5d21";
 constexpr int kMaxBatch = 4;
 constexpr int kNewTokens = 1500;
 
-class RecordingReporter : public ErrorReporter {
-public:
-    QStringList reports;
-    void report(QWidget*, const QString& title, const QString& message) override { reports << title + ": " + message; }
-};
-
 double max_of(const ServerMetricsModel& m, int column) {
     double best = -1;
     for (const auto& p : m.points())
@@ -66,7 +61,7 @@ class TestInspectorRemote : public QObject {
     Q_OBJECT
     QTemporaryDir dir_;
     test::Server server_;
-    std::shared_ptr<RecordingReporter> reporter_ = std::make_shared<RecordingReporter>();
+    std::shared_ptr<test::RecordingReporter> reporter_ = std::make_shared<test::RecordingReporter>();
     int windows_ = 0;
 
     std::unique_ptr<MainWindow> makeWindow() {

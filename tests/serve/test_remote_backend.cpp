@@ -23,11 +23,13 @@
 #include "cli_process.h"
 #include "lorascope/error.h"
 #include "remote_backend.h"
+#include "wait_sink.h"
 #include "serve_process.h"
 #include "test_env.h"
 
 using nlohmann::json;
 using namespace lorascope;
+using lorascope::test::WaitSink;
 using lorascope::test::q;
 using lorascope::test::Server;
 using lorascope::test::json_lines;
@@ -40,37 +42,6 @@ namespace {
 const std::string kToken = "tok-remote-5d1e";
 std::string g_log;   // every Qt message of the test run, to look for the token in
 void capture(QtMsgType, const QMessageLogContext&, const QString& m) { g_log += m.toStdString() + "\n"; }
-
-// Collects one request's events; waits for its finish.
-class WaitSink : public RequestSink {
-public:
-    void on_token(const TokenEvent& e) override {
-        std::lock_guard<std::mutex> l(m_);
-        tokens.push_back(e);
-        cv_.notify_all();
-    }
-    void on_finish(const FinishEvent& e) override {
-        std::lock_guard<std::mutex> l(m_);
-        finish = e;
-        done = true;
-        cv_.notify_all();
-    }
-    bool wait(int ms) {
-        std::unique_lock<std::mutex> l(m_);
-        return cv_.wait_for(l, std::chrono::milliseconds(ms), [&] { return done; });
-    }
-    bool wait_first_token(int ms) {
-        std::unique_lock<std::mutex> l(m_);
-        return cv_.wait_for(l, std::chrono::milliseconds(ms), [&] { return !tokens.empty() || done; });
-    }
-    std::vector<TokenEvent> tokens;
-    FinishEvent finish;
-    bool done = false;
-
-private:
-    std::mutex m_;
-    std::condition_variable cv_;
-};
 
 Request make_request(const std::string& prompt, const std::string& adapter, int64_t max_new_tokens) {
     Request r;

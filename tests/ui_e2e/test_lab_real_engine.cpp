@@ -24,6 +24,7 @@
 
 #include "cli_process.h"
 #include "error_reporter.h"
+#include "recording_reporter.h"
 #include "event_loop_probe.h"
 #include "lab_charts.h"
 #include "lab_policy_editor.h"
@@ -53,12 +54,6 @@ using namespace lorascope;
 using namespace lorascope::ui;
 
 namespace {
-
-class RecordingReporter : public ErrorReporter {
-public:
-    void report(QWidget*, const QString& title, const QString& message) override { messages << title + ": " + message; }
-    QStringList messages;
-};
 
 // The steps CSV without its wall-time column, the one figure that is measured rather than decided.
 QStringList withoutWallTimes(const QString& csv) {
@@ -96,7 +91,7 @@ double pixelVariance(const QImage& image) {
 class LabRealEngineTest : public QObject {
     Q_OBJECT
     QTemporaryDir dir_;
-    std::shared_ptr<RecordingReporter> reporter_ = std::make_shared<RecordingReporter>();
+    std::shared_ptr<test::RecordingReporter> reporter_ = std::make_shared<test::RecordingReporter>();
     std::unique_ptr<MainWindow> window_;
     DemoModel model_;
     QStringList preset_steps_[2];   // the preset's steps CSV per policy (wall times left out), as bench gave them
@@ -159,7 +154,7 @@ private Q_SLOTS:
             out << workload_to_json(workload);
         }
         QVERIFY(runAndWait(240000));
-        QVERIFY2(reporter_->messages.isEmpty(), qPrintable(reporter_->messages.join('\n')));
+        QVERIFY2(reporter_->reports.isEmpty(), qPrintable(reporter_->reports.join('\n')));
         LabRunner* runner = lab()->runner();
         QCOMPARE(runner->policyCount(), 2);
         for (int p = 0; p < 2; ++p) {
