@@ -43,6 +43,14 @@ const std::string kToken = "tok-remote-5d1e";
 std::string g_log;   // every Qt message of the test run, to look for the token in
 void capture(QtMsgType, const QMessageLogContext&, const QString& m) { g_log += m.toStdString() + "\n"; }
 
+// Whether `buffer` holds a whole HTTP request: its headers, and a POST's body of Content-Length bytes.
+bool holds_whole_request(const QByteArray& buffer) {
+    const int end = buffer.indexOf("\r\n\r\n");
+    if (end < 0) return false;
+    const int length = QByteArray(buffer.mid(buffer.toLower().indexOf("content-length:") + 15)).split('\r').at(0).trimmed().toInt();
+    return !buffer.startsWith("POST") || buffer.size() >= end + 4 + length;
+}
+
 Request make_request(const std::string& prompt, const std::string& adapter, int64_t max_new_tokens) {
     Request r;
     r.prompt = prompt;
@@ -107,10 +115,7 @@ protected:
         auto* buffer = new QByteArray;
         connect(sock, &QTcpSocket::readyRead, this, [this, sock, buffer] {
             *buffer += sock->readAll();
-            const int end = buffer->indexOf("\r\n\r\n");
-            if (end < 0) return;
-            const int length = QByteArray(buffer->mid(buffer->toLower().indexOf("content-length:") + 15)).split('\r').at(0).trimmed().toInt();
-            if (buffer->startsWith("POST") && buffer->size() < end + 4 + length) return;
+            if (!holds_whole_request(*buffer)) return;
             const bool info = buffer->startsWith("GET /info");
             buffer->clear();
             if (info) {
@@ -190,10 +195,7 @@ protected:
         auto* buffer = new QByteArray;
         connect(sock, &QTcpSocket::readyRead, this, [this, sock, buffer] {
             *buffer += sock->readAll();
-            const int end = buffer->indexOf("\r\n\r\n");
-            if (end < 0) return;
-            const int length = QByteArray(buffer->mid(buffer->toLower().indexOf("content-length:") + 15)).split('\r').at(0).trimmed().toInt();
-            if (buffer->startsWith("POST") && buffer->size() < end + 4 + length) return;
+            if (!holds_whole_request(*buffer)) return;
             const bool list = buffer->startsWith("GET /v1/models");
             buffer->clear();
             const QByteArray& content = list ? models : body;
