@@ -1,12 +1,10 @@
 #include "engine/batch_runner.h"
 
-#include <algorithm>  // also defines __GLIBC__ on glibc
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
+#include <algorithm>
 
 #include "engine/fault_injection.h"
 #include "lorascope/error.h"
+#include "runtime/allocator_policy.h"
 #include "sampling/next_token_chooser.h"
 #include "scheduler/prefill_groups.h"
 #include "scheduler/prefill_plan.h"
@@ -32,12 +30,6 @@ constexpr int64_t kMaxPassPositions = 1024;
 // 894 MB against 813 MB with the freed pages handed back after such steps (float32: 1962 against
 // 1832). Decoding steps' temporaries are reused from step to step and are left alone.
 constexpr int64_t kTrimAfterPrefillTokens = 256;
-
-void return_freed_memory() {
-#if defined(__GLIBC__)
-    malloc_trim(0);
-#endif
-}
 
 // Decoder-only prompt chunks, unless set, are never shorter than this: every chunk pass reads the model's
 // weights once more, and a BLOOM prompt token costs far less than a decoding row (no LM head: for
@@ -87,7 +79,7 @@ void BatchRunner::retire(LiveRequest& request) {
 void BatchRunner::step(StepStats& stats) {
     const int64_t before = stats.prefill_tokens;
     prefill(stats);
-    if (stats.prefill_tokens - before >= kTrimAfterPrefillTokens) return_freed_memory();
+    if (stats.prefill_tokens - before >= kTrimAfterPrefillTokens) runtime::return_free_heap_pages();
     join_ready();
     decode(stats);
     // Requests still being prefilled show as prefill rows of their own.

@@ -29,4 +29,10 @@ void settle_cpu_allocator() {
 #endif
 }
 
+void return_free_heap_pages() {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}
+
 }  // namespace lorascope::runtime
