@@ -29,8 +29,8 @@ using nlohmann::json;
 const char* const kUsage =
     "usage: lorascope-cli bench --model DIR|--demo [--demo-model KEY] --workload FILE [--report FILE|-]\n"
     "                           [--steps-csv FILE] [--static]\n"
-    "                           [engine options: --threads N --device D --dtype T --max-batch-size N\n"
-    "                            --max-batch-tokens N --kv-cache-mb MIB --prefill-budget TOKENS\n"
+    "                           [engine options: --threads N --device D --dtype T --kv-cache-dtype T\n"
+    "                            --max-batch-size N --max-batch-tokens N --kv-cache-mb MIB --prefill-budget TOKENS\n"
     "                            --adapter NAME=DIR ...]\n"
     "  workload: {\"name\", \"requests\": [{\"prompt\"|\"input_ids\", \"adapter\", \"params\"}...]\n"
     "             or \"synthetic\": {\"count\", \"prompt_tokens\": [min, max], \"max_new_tokens\": [min, max],\n"
@@ -97,6 +97,7 @@ int cmd_bench(int argc, char** argv) {
         {"threads", options.threads},
         {"cpu_gemm", runtime_info().cpu_gemm},
         {"dtype", options.dtype},
+        {"kv_cache_dtype", options.kv_cache_dtype},
         {"load_s", load_s},  // model and adapters, before the first request
         {"max_batch_size", options.max_batch_size},
         {"max_batch_tokens", options.max_batch_tokens},

@@ -14,8 +14,8 @@ namespace lorascope::cli {
 namespace {
 
 const char* const kUsage =
-    "usage: lorascope-cli score --model DIR [--threads N] [--dtype float32|bfloat16|int8] [--input FILE|-]\n"
-    "         [--output FILE|-]\n"
+    "usage: lorascope-cli score --model DIR [--threads N] [--dtype float32|bfloat16|int8]\n"
+    "         [--kv-cache-dtype auto|float32|bfloat16] [--input FILE|-] [--output FILE|-]\n"
     "  input:  JSON Lines {\"id\", \"source\" | \"input_ids\", \"target\" | \"labels\"}\n"
     "          (labels may hold -100 to leave a position out; for decoder-only models the target is the\n"
     "          continuation scored after the source)\n"
@@ -65,10 +65,10 @@ int cmd_score(int argc, char** argv) {
         std::fputs(kUsage, stdout);
         return 0;
     }
-    args.allow_only({"model", "threads", "dtype", "input", "output", "help"});
+    args.allow_only({"model", "threads", "dtype", "kv-cache-dtype", "input", "output", "help"});
     const std::string dir = args.require("model");
     set_compute_threads(static_cast<int>(args.get_int("threads", 0)));
-    const auto scorer = Scorer::open(dir, args.get_or("dtype", "float32"));
+    const auto scorer = Scorer::open(dir, args.get_or("dtype", "float32"), args.get_or("kv-cache-dtype", "auto"));
     const auto tokenizer = load_tokenizer_if_present(dir);
     const auto lines = read_json_lines(args.get_or("input", "-"));
     JsonLineWriter out(args.get_or("output", "-"));

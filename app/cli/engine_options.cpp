@@ -90,7 +90,7 @@ private:
 }  // namespace
 
 std::vector<std::string> engine_option_names() {
-    return {"model", "threads", "device", "dtype", "max-batch-size", "max-batch-tokens", "adapter",
+    return {"model", "threads", "device", "dtype", "kv-cache-dtype", "max-batch-size", "max-batch-tokens", "adapter",
             "adapter-memory-budget", "kv-cache-mb", "prefill-budget", "prefill-chunk", "profile"};
 }
 
@@ -100,6 +100,7 @@ EngineOptions engine_options_from(const Args& args) {
     options.threads = static_cast<int>(args.get_int("threads", 0));
     options.device = args.get_or("device", "cpu");
     options.dtype = args.get_or("dtype", "float32");
+    options.kv_cache_dtype = args.get_or("kv-cache-dtype", "auto");
     options.max_batch_size = args.get_int("max-batch-size", options.max_batch_size);
     options.max_batch_tokens = args.get_int("max-batch-tokens", options.max_batch_tokens);
     options.adapter_memory_budget = args.get_int("adapter-memory-budget", 0);

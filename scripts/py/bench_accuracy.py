@@ -28,7 +28,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_peers_models as models  # noqa: E402
 
 WORKLOADS = {"W1": "t5", "W2": "bart", "W3": "bloom"}
-OURS = {"lorascope float32": "float32", "lorascope bfloat16": "bfloat16", "lorascope int8": "int8"}
+# name: (--dtype, --kv-cache-dtype). bfloat16 and int8 store a bfloat16 KV cache by default; the
+# float32-cache row shows what that cache costs on its own.
+OURS = {"lorascope float32": ("float32", "auto"), "lorascope bfloat16": ("bfloat16", "auto"),
+        "lorascope int8": ("int8", "auto"), "lorascope int8, float32 KV cache": ("int8", "float32")}
 
 
 def hf_reference(family, model_dir, rows, n):
@@ -60,6 +63,28 @@ def hf_reference(family, model_dir, rows, n):
     return conts, lps, losses
 
 
+def cached_reference(work, family, model_dir, rows, n):
+    """hf_reference, kept in the work directory: W3's takes ~30 min on one thread, and it only
+    changes with the model files, the prompts, N or transformers."""
+    import hashlib
+    import transformers
+    h = hashlib.sha256(json.dumps([rows, n, transformers.__version__]).encode())
+    for name in sorted(os.listdir(model_dir)):
+        st = os.stat(os.path.join(model_dir, name))
+        h.update(f"{name}:{st.st_size}:{st.st_mtime_ns};".encode())
+    path = os.path.join(work, "accuracy-reference", f"{family}-{h.hexdigest()[:16]}.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            print(f"  HF reference from {path}", file=sys.stderr, flush=True)
+            return tuple(json.load(f))
+    ref = hf_reference(family, model_dir, rows, n)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(ref, f)
+    os.replace(path + ".tmp", path)
+    return ref
+
+
 def run_cli(cmd, lines):
     proc = subprocess.run(cmd, input="".join(json.dumps(l) + "\n" for l in lines), capture_output=True, text=True)
     if proc.returncode != 0:
@@ -71,12 +96,13 @@ def run_cli(cmd, lines):
     return sorted(out, key=lambda o: o["id"])
 
 
-def ours(cli, model_dir, dtype, rows, conts, n, threads):
-    gen = run_cli([cli, "generate", "--model", model_dir, "--dtype", dtype, "--threads", str(threads),
-                   "--max-batch-size", "32"],
+def ours(cli, model_dir, dtype, kv, rows, conts, n, threads):
+    gen = run_cli([cli, "generate", "--model", model_dir, "--dtype", dtype, "--kv-cache-dtype", kv,
+                   "--threads", str(threads), "--max-batch-size", "32"],
                   [{"id": i, "input_ids": r, "params": {"max_new_tokens": n, "min_new_tokens": n}}
                    for i, r in enumerate(rows)])
-    scored = run_cli([cli, "score", "--model", model_dir, "--dtype", dtype, "--threads", str(threads)],
+    scored = run_cli([cli, "score", "--model", model_dir, "--dtype", dtype, "--kv-cache-dtype", kv,
+                      "--threads", str(threads)],
                      [{"id": i, "input_ids": r, "labels": g} for i, (r, g) in enumerate(zip(rows, conts))])
     return ([o["token_ids"] for o in gen], [o["token_logprobs"] for o in scored], [o["loss"] for o in scored])
 
@@ -156,10 +182,10 @@ def main():
         ct2_dir = models.build_ct2(family, model_dir, os.path.join(work, "ct2", family))
         t = time.perf_counter()
         print(f"{w}: HF float32 reference ...", file=sys.stderr, flush=True)
-        ref = hf_reference(family, model_dir, rows, n)
+        ref = cached_reference(work, family, model_dir, rows, n)
         systems = {}
-        for name, dtype in OURS.items():
-            systems[name] = compare(ref, ours(cli, model_dir, dtype, rows, ref[0], n, args.threads), n)
+        for name, (dtype, kv) in OURS.items():
+            systems[name] = compare(ref, ours(cli, model_dir, dtype, kv, rows, ref[0], n, args.threads), n)
         systems["CTranslate2 int8"] = compare(ref, ct2_int8(family, model_dir, ct2_dir, rows, ref[0], n, args.threads), n)
         report["workloads"].append({"workload": w, "family": family, "systems": systems,
                                     "elapsed_s": time.perf_counter() - t})

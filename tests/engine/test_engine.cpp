@@ -282,6 +282,48 @@ private Q_SLOTS:
         }
     }
 
+    // --kv-cache-dtype: bfloat16 halves each block; "auto" under float32 products keeps float32
+    // (HF's numbers); names this build cannot store are refused before the weights are read.
+    void kv_cache_dtype_sets_what_the_cache_stores() {
+        const Variant v = load_variant("bloom_4h");
+        const auto& prompts = v.records["prompts"];
+        auto block_bytes = [&](const std::string& kv) {
+            EngineOptions options;
+            options.model_dir = v.dir;
+            options.threads = 2;
+            options.kv_cache_dtype = kv;
+            auto engine = Engine::create(options);
+            auto sink = std::make_shared<CollectingSink>();
+            std::atomic<int64_t> per_block{0};
+            engine->set_stats_listener([&](const lorascope::StepStats& s) {
+                if (s.kv_blocks_used > 0) per_block = s.kv_bytes_allocated / s.kv_blocks_used;
+            });
+            const RequestId id = engine->submit(greedy_request(prompts[0], 4), sink);
+            if (!sink->wait_finished(1)) return int64_t(-1);
+            engine->wait_idle();
+            engine->set_stats_listener(nullptr);
+            if (sink->get(id).finishes.at(0).token_ids.size() != 4) return int64_t(-2);
+            return per_block.load();
+        };
+        const int64_t f32 = block_bytes("float32");
+        QVERIFY(f32 > 0);
+        QCOMPARE(block_bytes("auto"), f32);
+        QCOMPARE(block_bytes("bfloat16") * 2, f32);
+        for (const auto& [name, kind] : {std::pair<std::string, lorascope::ErrorKind>{"int4", lorascope::ErrorKind::InvalidArgument},
+                                         {"float16", lorascope::ErrorKind::Unsupported}}) {
+            EngineOptions options;
+            options.model_dir = v.dir;
+            options.kv_cache_dtype = name;
+            try {
+                Engine::create(options);
+                QFAIL("expected an error");
+            } catch (const lorascope::Error& e) {
+                QCOMPARE(e.kind(), kind);
+                QVERIFY2(QString(e.what()).contains(QString::fromStdString(name)) && QString(e.what()).contains("bfloat16"), e.what());
+            }
+        }
+    }
+
     void bad_model_directory_is_a_clear_error() {
         EngineOptions options;
         options.model_dir = "/nonexistent/lorascope-model";

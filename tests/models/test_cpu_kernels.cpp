@@ -113,6 +113,30 @@ private Q_SLOTS:
         QVERIFY(at::equal(with_garbage.select(0, 1), trimmed.select(0, 1)));
     }
 
+    // A bfloat16 cache (--kv-cache-dtype bfloat16): the paged kernel widens each stored key and
+    // value exactly, so it gives bit for bit what it gives over a float32 cache holding the same
+    // rounded values; rows of different lengths in scattered blocks, with a bias, as in decoding.
+    void paged_attention_reads_a_bfloat16_cache_exactly() {
+        c10::InferenceMode guard;
+        const int64_t B = 3, H = 4, D = 64, block = 16, blocks = 9, width = 3;
+        const std::vector<int64_t> valid = {40, 1, 17};
+        const std::vector<int32_t> table = {5, 2, 7, 1, 0, 0, 8, 3, 0};
+        at::Tensor q = at::randn({B, 1, H, D}).transpose(1, 2);
+        at::Tensor k32 = at::randn({blocks, H, block, D}).to(at::kBFloat16).to(at::kFloat);
+        at::Tensor v32 = at::randn({blocks, H, block, D}).to(at::kBFloat16).to(at::kFloat);
+        const at::Tensor k16 = k32.to(at::kBFloat16), v16 = v32.to(at::kBFloat16);
+        const at::Tensor bias = at::randn({1, H, 1, width * block});
+        QVERIFY(models::paged_single_query_applies(q, k16));
+        const at::Tensor from32 = models::attend_single_query_paged(q, k32, v32, table, width, block, valid,
+                                                                    width * block, bias, 0.125);
+        const at::Tensor from16 = models::attend_single_query_paged(q, k16, v16, table, width, block, valid,
+                                                                    width * block, bias, 0.125);
+        QVERIFY2(at::equal(from32, from16), "a bfloat16 cache must read as the float32 cache of its values");
+        // And it is attention over what was stored: far from a float32 cache of the unrounded
+        // values only by bfloat16's rounding.
+        QVERIFY(!at::equal(from16, at::zeros_like(from16)));
+    }
+
     void rms_norm_matches_t5_formula() {
         // T5LayerNorm: x * rsqrt(mean(x^2) + eps) * weight, for decode rows, prefill rows and a
         // strided view (which takes ATen's path).

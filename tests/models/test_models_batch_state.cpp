@@ -193,6 +193,36 @@ private Q_SLOTS:
         QCOMPARE(pool->used(), int64_t(0));
     }
 
+    // --kv-cache-dtype bfloat16 under float32 attention: the pool stores bfloat16 (half the bytes
+    // per block), writes round to it, and the dense copies the prefill and generic paths attend
+    // over come back in float32, widened exactly.
+    void bfloat16_pool_rounds_on_write_and_reads_float32() {
+        c10::InferenceMode guard;
+        const models::CacheShape shape{2, 3, 4};
+        models::KvPool f32(shape, 4, at::TensorOptions().dtype(at::kFloat));
+        auto pool = std::make_shared<models::KvPool>(shape, 4, at::TensorOptions().dtype(at::kBFloat16), false, at::kFloat);
+        QCOMPARE(pool->storage_dtype(), at::kBFloat16);
+        QCOMPARE(pool->compute_dtype(), at::kFloat);
+        QCOMPARE(pool->bytes_per_block() * 2, f32.bytes_per_block());
+        models::DecodeState state(pool);
+        state.add_row();
+        state.add_row();
+        const std::vector<int64_t> added = {5, 3};
+        const models::PagedStep step = state.begin_forward(added, 5);
+        const at::Tensor k = at::randn({2, 3, 5, 4}) * 100, v = at::randn({2, 3, 5, 4});
+        for (int64_t l = 0; l < 2; ++l) step.write(l, k, v);
+        state.advance(added);
+        QCOMPARE(pool->keys(0).scalar_type(), at::kBFloat16);
+        const models::PagedStep next = state.begin_forward({0, 0}, 1);
+        const auto [keys, values] = next.gather_self(1);
+        QCOMPARE(keys.scalar_type(), at::kFloat);
+        const at::Tensor rounded_k = k.to(at::kBFloat16).to(at::kFloat), rounded_v = v.to(at::kBFloat16).to(at::kFloat);
+        QVERIFY(at::equal(keys[0].narrow(1, 0, 5), rounded_k[0]));
+        QVERIFY(at::equal(keys[1].narrow(1, 0, 3), rounded_k[1].narrow(1, 0, 3)));
+        QVERIFY(at::equal(values[0].narrow(1, 0, 5), rounded_v[0]));
+        QVERIFY(!at::equal(keys[0].narrow(1, 0, 5), k[0]));  // it was rounded: 100 x randn has bits to lose
+    }
+
     // A fixed pool never grows: admission's reservations fail rather than over-commit, and an
     // allocation past the capacity is an error, not a reallocation.
     void fixed_pool_refuses_past_capacity() {

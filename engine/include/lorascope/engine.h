@@ -102,10 +102,14 @@ struct EngineOptions {
     std::string model_dir;
     std::string device = "cpu";      // "cpu" or "cuda[:N]"
     // "float32", "bfloat16", "int8" (CPU) or "float16". On the CPU it names the type of the linears'
-    // packed weights and products (norms, attention, the KV cache and the residual stream stay
-    // float32); on CUDA the whole model is converted (int8 is CPU-only). cpu_compute_types()
+    // packed weights and products (norms, attention and the residual stream stay float32; the KV
+    // cache follows kv_cache_dtype); on CUDA the whole model is converted (int8 is CPU-only). cpu_compute_types()
     // (runtime.h) says which this CPU runs.
     std::string dtype = "float32";
+    // The type the KV cache stores: "auto" is bfloat16 under CPU int8 or bfloat16 products (half
+    // the cache's memory and of what attention reads; attention itself stays float32) and the
+    // model's type otherwise, so float32 stays HF-exact; or "float32", "bfloat16", "float16" (CUDA).
+    std::string kv_cache_dtype = "auto";
     int threads = 0;                 // <= 0: all cores
     int64_t max_batch_size = 32;
     int64_t max_batch_tokens = 16384;  // counts padding

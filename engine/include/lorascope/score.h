@@ -26,9 +26,11 @@ struct ScoreResult {
 class Scorer {
 public:
     // Loads config.json, generation_config.json and the weights (CPU) on the calling thread, with
-    // the products in `dtype` as EngineOptions::dtype means it ("float32", "bfloat16", "int8").
+    // the products in `dtype` as EngineOptions::dtype means it ("float32", "bfloat16", "int8"), and
+    // the K/V cache in `kv_cache_dtype` as EngineOptions::kv_cache_dtype means it.
     // Throws lorascope::Error naming the directory or file, or the dtype this CPU cannot run.
-    static std::unique_ptr<Scorer> open(const std::string& model_dir, const std::string& dtype = "float32");
+    static std::unique_ptr<Scorer> open(const std::string& model_dir, const std::string& dtype = "float32",
+                                        const std::string& kv_cache_dtype = "auto");
     virtual ~Scorer() = default;
 
     virtual const ModelConfig& model_config() const = 0;

@@ -68,7 +68,7 @@ int64_t available_memory_bytes() {
 // budget costs address space, not memory.
 int64_t kv_cache_blocks(const EngineOptions& options, const models::Model& model) {
     const int64_t block_bytes =
-        models::KvPool::bytes_per_block(model.cache_shape(), model.options().dtype().toScalarType());
+        models::KvPool::bytes_per_block(model.cache_shape(), model.cache_dtype());
     const int64_t bs = models::KvPool::kBlockSize;
     int64_t bytes = 0;
     if (options.kv_cache_mb > 0) {
@@ -239,7 +239,7 @@ std::unique_ptr<Engine> Engine::create(const EngineOptions& options) {
     if (options.max_batch_tokens < 1)
         throw Error(ErrorKind::InvalidArgument, "max_batch_tokens must be at least 1");
     if (options.kv_cache_mb < 0) throw Error(ErrorKind::InvalidArgument, "kv_cache_mb must not be negative");
-    models::LoadOptions load = engine_detail::load_options(options.dtype, options.device);
+    models::LoadOptions load = engine_detail::load_options(options.dtype, options.device, options.kv_cache_dtype);
     if (load.device.is_cpu()) runtime::settle_cpu_allocator();
     load.progress = options.load_progress;
     auto model = util::run_on_scratch_thread([&] { return models::load_model(options.model_dir, load); });

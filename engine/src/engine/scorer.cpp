@@ -46,11 +46,12 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Scorer> Scorer::open(const std::string& model_dir, const std::string& dtype) {
+std::unique_ptr<Scorer> Scorer::open(const std::string& model_dir, const std::string& dtype,
+                                     const std::string& kv_cache_dtype) {
     // Inference tensors, as the engine loads them: no autograd metadata on the weights.
     c10::InferenceMode inference;
     runtime::settle_cpu_allocator();
-    return std::make_unique<ModelScorer>(models::load_model(model_dir, engine_detail::load_options(dtype, "cpu")));
+    return std::make_unique<ModelScorer>(models::load_model(model_dir, engine_detail::load_options(dtype, "cpu", kv_cache_dtype)));
 }
 
 }  // namespace lorascope

@@ -49,8 +49,13 @@ int64_t KvPool::bytes_per_block() const {
     return bytes_per_block(shape_, c10::typeMetaToScalarType(options_.dtype()));
 }
 
-KvPool::KvPool(CacheShape shape, int64_t blocks, at::TensorOptions options, bool growable)
-    : shape_(shape), options_(options), growable_(growable), capacity_(std::max<int64_t>(1, blocks)) {
+KvPool::KvPool(CacheShape shape, int64_t blocks, at::TensorOptions options, bool growable,
+               std::optional<at::ScalarType> compute)
+    : shape_(shape),
+      options_(options),
+      compute_(compute.value_or(c10::typeMetaToScalarType(options.dtype()))),
+      growable_(growable),
+      capacity_(std::max<int64_t>(1, blocks)) {
     // Allocated empty, zeroed a block at a time on first use: a large CPU allocation is fresh
     // pages that cost no memory until written, so an idle budget of gigabytes stays virtual.
     for (int64_t l = 0; l < shape_.layers; ++l) {
@@ -153,8 +158,8 @@ const at::Tensor& PagedStep::cross_padding_mask() const {
             at::Tensor len = long_tensor(cross_lengths, keys.device());
             at::Tensor slots = at::arange(cross_length, at::TensorOptions().dtype(at::kLong).device(keys.device()));
             at::Tensor hidden = (slots.unsqueeze(0) >= len.unsqueeze(1)).view({rows, 1, 1, cross_length});
-            cross_mask_ = at::zeros({rows, 1, 1, cross_length}, keys.options())
-                              .masked_fill_(hidden, mask_value(keys.scalar_type()));
+            cross_mask_ = at::zeros({rows, 1, 1, cross_length}, keys.options().dtype(pool->compute_dtype()))
+                              .masked_fill_(hidden, mask_value(pool->compute_dtype()));
         }
         cross_mask_built_ = true;
     }
@@ -170,7 +175,8 @@ std::pair<at::Tensor, at::Tensor> PagedStep::gather(int64_t layer, const at::Ten
             .view({B, nb, shape.heads, kBs, shape.head_dim})
             .permute({0, 2, 1, 3, 4})
             .reshape({B, shape.heads, nb * kBs, shape.head_dim})
-            .narrow(2, 0, L);
+            .narrow(2, 0, L)
+            .to(pool->compute_dtype());  // no copy when the pool stores the compute type
     };
     return {dense(pool->keys(layer)), dense(pool->values(layer))};
 }

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace lorascope::models {
@@ -29,10 +30,16 @@ public:
 
     // `blocks` usable blocks (block 0, the null block that padding entries of a table point to, is
     // extra). A growable pool doubles when it runs out (standalone use: tests, scoring); the
-    // engine's pool is fixed and admission reserves what each request may need.
-    KvPool(CacheShape shape, int64_t blocks, at::TensorOptions options, bool growable = false);
+    // engine's pool is fixed and admission reserves what each request may need. `options` are those
+    // of the stored K/V; `compute` (default: the stored type) is the type the layers attend in:
+    // what gather_*() and the masks return. A bfloat16 pool under float32 attention halves the
+    // cache; writes round to it, reads widen exactly.
+    KvPool(CacheShape shape, int64_t blocks, at::TensorOptions options, bool growable = false,
+           std::optional<at::ScalarType> compute = std::nullopt);
 
     const CacheShape& shape() const { return shape_; }
+    at::ScalarType storage_dtype() const { return c10::typeMetaToScalarType(options_.dtype()); }
+    at::ScalarType compute_dtype() const { return compute_; }
     int64_t block_size() const { return kBlockSize; }
     int64_t capacity() const { return capacity_; }           // usable blocks
     int64_t used() const { return capacity_ - static_cast<int64_t>(free_.size()); }
@@ -68,6 +75,7 @@ private:
 
     CacheShape shape_;
     at::TensorOptions options_;
+    at::ScalarType compute_ = at::kFloat;
     bool growable_ = false;
     int64_t capacity_ = 0;
     int64_t reserved_ = 0;

@@ -78,7 +78,8 @@ DecodeState Model::finish_encoder(EncoderWork&, const LoraHook*, std::shared_ptr
 }
 
 std::shared_ptr<KvPool> Model::make_pool(int64_t blocks, bool growable) const {
-    return std::make_shared<KvPool>(cache_shape_, blocks, options_, growable);
+    return std::make_shared<KvPool>(cache_shape_, blocks, options_.dtype(cache_dtype()), growable,
+                                    options_.dtype().toScalarType());
 }
 
 std::pair<DecodeState, at::Tensor> Model::prefill(const TokenBatch& prompts, const LoraHook* lora,
@@ -122,12 +123,15 @@ std::unique_ptr<Model> load_model(const std::string& dir, const LoadOptions& opt
     const auto tensor_options = at::TensorOptions().dtype(options.dtype).device(options.device);
     std::optional<ops::MatmulKind> packing;
     if (options.device.is_cpu()) packing = options.cpu_matmul;
+    std::unique_ptr<Model> model;
     switch (config.family) {
-        case Family::T5: return Seq2SeqLM::load_t5(config, generation, store, tensor_options, packing);
-        case Family::Bart: return Seq2SeqLM::load_bart(config, generation, store, tensor_options, packing);
-        case Family::Bloom: return CausalLM::load_bloom(config, generation, store, tensor_options, packing);
+        case Family::T5: model = Seq2SeqLM::load_t5(config, generation, store, tensor_options, packing); break;
+        case Family::Bart: model = Seq2SeqLM::load_bart(config, generation, store, tensor_options, packing); break;
+        case Family::Bloom: model = CausalLM::load_bloom(config, generation, store, tensor_options, packing); break;
     }
-    throw Error(ErrorKind::Unsupported, dir + "/config.json", "unknown model family");
+    if (!model) throw Error(ErrorKind::Unsupported, dir + "/config.json", "unknown model family");
+    if (options.kv_cache_dtype) model->set_cache_dtype(*options.kv_cache_dtype);
+    return model;
 }
 
 }  // namespace lorascope::models

@@ -26,6 +26,8 @@ struct LoadOptions {
     // load for oneDNN's matmul in this type (ops/cpu_matmul.h); none keeps ATen's path. dtype
     // stays float32 with it: norms, softmax, attention and the residual stream run in float32.
     std::optional<ops::MatmulKind> cpu_matmul;
+    // The K/V cache's type when it differs from dtype (a bfloat16 cache under float32 attention).
+    std::optional<at::ScalarType> kv_cache_dtype;
     std::function<bool(int64_t read, int64_t total)> progress;   // EngineOptions::load_progress
 };
 
@@ -67,6 +69,10 @@ public:
     // KvPool::kBlockSize positions (growable: doubles when full, for standalone use).
     CacheShape cache_shape() const { return cache_shape_; }
     std::shared_ptr<KvPool> make_pool(int64_t blocks, bool growable) const;
+    // The type the K/V cache stores (default: the model's). Layers attend in the model's type;
+    // a narrower cache rounds K/V when they are written (LoadOptions::kv_cache_dtype).
+    at::ScalarType cache_dtype() const { return cache_dtype_.value_or(options_.dtype().toScalarType()); }
+    void set_cache_dtype(at::ScalarType dtype) { cache_dtype_ = dtype; }
 
     // Seq2seq: runs the encoder over the prompts once and writes each decoder layer's cross K/V
     // into the rows' blocks. Decoder-only: empty rows for the prompts (they go through forward()).
@@ -118,6 +124,7 @@ protected:
     std::string directory_;
     int64_t vocab_size_ = 0;
     CacheShape cache_shape_;
+    std::optional<at::ScalarType> cache_dtype_;
     std::vector<LinearSite> sites_;
 };
 

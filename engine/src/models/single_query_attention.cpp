@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
-#include "models/dot.h"
 
 namespace lorascope::models {
 
@@ -15,12 +15,13 @@ namespace {
 
 struct Operands {
     const float* q;
-    const float* k;
-    const float* v;
+    const void* k;     // float, or bfloat16 bits (uint16_t) when kv_bf16
+    const void* v;
     const float* bias;  // null: no bias
     int64_t qb, qh, kb, kh, kl, vb, vh, vl, bb, bh, bl;
     int64_t H, L, D;
     float scale;
+    bool kv_bf16 = false;
     // Paged operands: row b's position l sits in block table[b * width + l / block] of the pool
     // (kb = vb = 0). Dense operands: no table, one block of L positions per row.
     const int32_t* table = nullptr;
@@ -29,29 +30,55 @@ struct Operands {
     int64_t kblock = 0, vblock = 0;  // paged: strides between blocks of the pool
 };
 
+// A stored K/V element as float: bfloat16 is the high half of a float32, so widening is exact.
+inline float widen(float x) { return x; }
+inline float widen(uint16_t bits) {
+    const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+    float x;
+    std::memcpy(&x, &wide, sizeof x);
+    return x;
+}
+
+// models::dot (eight partials by index mod 8, the tail, then the partials) with b widened: the
+// same sums as dot(a, b_as_float32), so a bfloat16 cache reads exactly as a float32 cache holding
+// the same (rounded) values.
+template <typename KV>
+inline float dot_kv(const float* a, const KV* b, int64_t n) {
+    float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; ++j) partial[j] += a[i + j] * widen(b[i + j]);
+    float sum = 0;
+    for (; i < n; ++i) sum += a[i] * widen(b[i]);
+    for (float p : partial) sum += p;
+    return sum;
+}
+
 // Where (row b, head h)'s run of positions [j * block, (j + 1) * block) starts.
-inline const float* run_start(const float* base, int64_t b, int64_t j, int64_t stride_block, const Operands& o) {
+template <typename KV>
+inline const KV* run_start(const KV* base, int64_t b, int64_t j, int64_t stride_block, const Operands& o) {
     return o.table ? base + static_cast<int64_t>(o.table[b * o.width + j]) * stride_block : base;  // dense: one run
 }
 
 // One (row, head): scores, softmax and the weighted sum of values in one pass over its keys, so that
-// each key and value is read once and nothing is allocated. dot() (models/dot.h) inlines into each
-// clone, built for AVX2+FMA and for the baseline ISA and picked at run time (the binary still runs on
+// each key and value is read once and nothing is allocated. Inlined into each clone of attend_one,
+// built for AVX2+FMA and for the baseline ISA and picked at run time (the binary still runs on
 // older CPUs). A cloned dot/axpy called per key, with softmax and bias as separate passes, took
 // 10-60% longer in a microbenchmark on t5-small and bart-base cross-attention shapes.
-__attribute__((target_clones("avx2,fma", "default"))) void attend_one(const Operands& o, int64_t i, int64_t n,
-                                                                     float* scores, float* out) {
+template <typename KV>
+__attribute__((always_inline)) inline void attend_one_kv(const Operands& o, int64_t i, int64_t n, float* scores,
+                                                         float* out) {
     const int64_t b = i / o.H, h = i % o.H;
     const float* q = o.q + b * o.qb + h * o.qh;
-    const float* k = o.k + b * o.kb + h * o.kh;
-    const float* v = o.v + b * o.vb + h * o.vh;
+    const KV* k = static_cast<const KV*>(o.k) + b * o.kb + h * o.kh;
+    const KV* v = static_cast<const KV*>(o.v) + b * o.vb + h * o.vh;
     float max = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0, l0 = 0; l0 < n; ++j, l0 += o.block) {
-        const float* kr = run_start(k, b, j, o.kblock, o);
+        const KV* kr = run_start(k, b, j, o.kblock, o);
         const int64_t count = std::min(o.block, n - l0);
         for (int64_t i = 0; i < count; ++i) {
             const int64_t l = l0 + i;
-            float s = dot(q, kr + i * o.kl, o.D) * o.scale;
+            float s = dot_kv(q, kr + i * o.kl, o.D) * o.scale;
             if (o.bias) s += o.bias[b * o.bb + h * o.bh + l * o.bl];
             scores[l] = s;
             max = std::max(max, s);
@@ -65,15 +92,23 @@ __attribute__((target_clones("avx2,fma", "default"))) void attend_one(const Oper
     const float inv = 1.0f / sum;
     for (int64_t d = 0; d < o.D; ++d) out[d] = 0;
     for (int64_t j = 0, l0 = 0; l0 < n; ++j, l0 += o.block) {
-        const float* vr = run_start(v, b, j, o.vblock, o);
+        const KV* vr = run_start(v, b, j, o.vblock, o);
         const int64_t count = std::min(o.block, n - l0);
         for (int64_t i = 0; i < count; ++i) {
             const float p = scores[l0 + i] * inv;
             if (p == 0.0f) continue;  // masked: exp underflowed
-            const float* vl = vr + i * o.vl;
-            for (int64_t d = 0; d < o.D; ++d) out[d] += p * vl[d];
+            const KV* vl = vr + i * o.vl;
+            for (int64_t d = 0; d < o.D; ++d) out[d] += p * widen(vl[d]);
         }
     }
+}
+
+__attribute__((target_clones("avx2,fma", "default"))) void attend_one(const Operands& o, int64_t i, int64_t n,
+                                                                     float* scores, float* out) {
+    if (o.kv_bf16)
+        attend_one_kv<uint16_t>(o, i, n, scores, out);
+    else
+        attend_one_kv<float>(o, i, n, scores, out);
 }
 
 }  // namespace
@@ -134,7 +169,9 @@ at::Tensor attend_single_query(const at::Tensor& q, const at::Tensor& k, const a
 
 bool paged_single_query_applies(const at::Tensor& q, const at::Tensor& pool_keys) {
     return q.device().is_cpu() && q.scalar_type() == at::kFloat && q.dim() == 4 && q.size(2) == 1 && q.stride(3) == 1 &&
-           pool_keys.device().is_cpu() && pool_keys.scalar_type() == at::kFloat && pool_keys.is_contiguous();
+           pool_keys.device().is_cpu() &&
+           (pool_keys.scalar_type() == at::kFloat || pool_keys.scalar_type() == at::kBFloat16) &&
+           pool_keys.is_contiguous();
 }
 
 at::Tensor attend_single_query_paged(const at::Tensor& q, const at::Tensor& pool_keys, const at::Tensor& pool_values,
@@ -145,14 +182,15 @@ at::Tensor attend_single_query_paged(const at::Tensor& q, const at::Tensor& pool
     TORCH_CHECK(static_cast<int64_t>(valid.size()) == B && static_cast<int64_t>(table.size()) == B * width,
                 "attend_single_query_paged: ", valid.size(), " lengths and a table of ", table.size(), " for ", B, " rows");
     TORCH_CHECK(pool_keys.dim() == 4 && pool_keys.size(1) == H && pool_keys.size(2) == block && pool_keys.size(3) == D &&
-                    pool_values.is_contiguous(),
+                    pool_values.is_contiguous() && pool_values.scalar_type() == pool_keys.scalar_type(),
                 "attend_single_query_paged: pool of another shape");
     for (int64_t n : valid)
         TORCH_CHECK(n >= 1 && n <= width * block && n <= L, "attend_single_query_paged: ", n, " keys for a table of ",
                     width, " blocks and ", L, " positions");
     Operands o{};
-    o.k = pool_keys.data_ptr<float>();
-    o.v = pool_values.data_ptr<float>();
+    o.kv_bf16 = pool_keys.scalar_type() == at::kBFloat16;
+    o.k = pool_keys.data_ptr();
+    o.v = pool_values.data_ptr();
     o.kb = 0, o.kh = pool_keys.stride(1), o.kl = pool_keys.stride(2), o.kblock = pool_keys.stride(0);
     o.vb = 0, o.vh = pool_values.stride(1), o.vl = pool_values.stride(2), o.vblock = pool_values.stride(0);
     o.H = H, o.L = L, o.D = D;

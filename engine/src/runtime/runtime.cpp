@@ -34,8 +34,10 @@ std::vector<ComputeType> cpu_compute_types() {
         const char* what;
     } kinds[] = {
         {ops::MatmulKind::Float32, "float32 weights packed at load, float32 products (Hugging Face's numerics)"},
-        {ops::MatmulKind::Bfloat16, "bfloat16 weights, bfloat16 products summed in float32; the rest in float32"},
-        {ops::MatmulKind::Int8, "int8 weights per output channel, activations per row, int32 sums; the rest in float32"},
+        {ops::MatmulKind::Bfloat16,
+         "bfloat16 weights, bfloat16 products summed in float32, a bfloat16 KV cache; the rest in float32"},
+        {ops::MatmulKind::Int8, "int8 weights per output channel, activations per row, int32 sums, a bfloat16 KV "
+                                "cache; the rest in float32"},
     };
     std::vector<ComputeType> out;
     for (const auto& k : kinds) {
