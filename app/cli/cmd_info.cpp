@@ -194,7 +194,8 @@ int cmd_info(int argc, char** argv) {
     // What --dtype can mean on this machine's CPU (the model's stored dtype is torch_dtype above).
     ordered_json compute = ordered_json::array();
     for (const ComputeType& t : cpu_compute_types())
-        compute.push_back(ordered_json{{"dtype", t.name}, {"available", t.available}, {"computes", t.detail}});
+        compute.push_back(ordered_json{
+            {"dtype", t.name}, {"available", t.available}, {"computes", t.detail}, {"kv_cache", t.kv_cache}});
     out["cpu_compute"] = ordered_json{{"default", "float32"}, {"dtypes", compute}, {"int8_accuracy", int8_accuracy_note()}};
 
     ordered_json adapter_list = ordered_json::array();

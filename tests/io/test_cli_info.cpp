@@ -73,6 +73,8 @@ private Q_SLOTS:
                 names.push_back(t.at("dtype").get<std::string>());
                 QVERIFY(!t.at("computes").get<std::string>().empty());
                 if (names.back() == "float32") QVERIFY(t.at("available").get<bool>());
+                // --kv-cache-dtype auto: float32 stays HF-exact, the reduced types halve the cache.
+                QCOMPARE(t.at("kv_cache").get<std::string>(), std::string(names.back() == "float32" ? "float32" : "bfloat16"));
             }
             QCOMPARE(names, (std::vector<std::string>{"float32", "bfloat16", "int8"}));
             QVERIFY(compute.at("int8_accuracy").get<std::string>().find("int8") != std::string::npos);

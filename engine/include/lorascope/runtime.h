@@ -22,6 +22,7 @@ struct ComputeType {
     std::string name;     // "float32", "bfloat16", "int8"
     bool available = false;
     std::string detail;   // what the linears compute with, or why this build or CPU cannot
+    std::string kv_cache; // what the KV cache stores under it by default (--kv-cache-dtype auto)
 };
 std::vector<ComputeType> cpu_compute_types();
 

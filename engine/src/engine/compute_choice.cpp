@@ -61,8 +61,8 @@ at::Device parse_device(const std::string& name) {
 std::optional<at::ScalarType> parse_cache(const std::string& name, const ComputeChoice& compute,
                                           const at::Device& device) {
     if (name == "auto" || name.empty()) {
-        const bool reduced = compute.cpu_matmul && *compute.cpu_matmul != ops::MatmulKind::Float32;
-        return reduced ? std::optional<at::ScalarType>(at::kBFloat16) : std::nullopt;
+        if (!compute.cpu_matmul) return std::nullopt;  // the model's type
+        return auto_cpu_cache_dtype(*compute.cpu_matmul);
     }
     if (name == "float32" || name == "fp32") return at::kFloat;
     if (name == "bfloat16" || name == "bf16") return at::kBFloat16;
@@ -76,6 +76,10 @@ std::optional<at::ScalarType> parse_cache(const std::string& name, const Compute
 }
 
 }  // namespace
+
+at::ScalarType auto_cpu_cache_dtype(ops::MatmulKind kind) {
+    return kind == ops::MatmulKind::Float32 ? at::kFloat : at::kBFloat16;
+}
 
 models::LoadOptions load_options(const std::string& dtype, const std::string& device, const std::string& kv_cache_dtype) {
     models::LoadOptions load;

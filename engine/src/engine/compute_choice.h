@@ -15,6 +15,9 @@ namespace lorascope::engine_detail {
 // "float32", "bfloat16" or, on CUDA, "float16".
 // Throws lorascope::Error: InvalidArgument for an unknown name, Unsupported (with the reason) for a
 // type this build or CPU cannot run.
+// What kv_cache_dtype "auto" stores under CPU products of this kind.
+at::ScalarType auto_cpu_cache_dtype(ops::MatmulKind kind);
+
 models::LoadOptions load_options(const std::string& dtype, const std::string& device,
                                  const std::string& kv_cache_dtype = "auto");
 

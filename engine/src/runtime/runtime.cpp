@@ -1,5 +1,6 @@
 #include "lorascope/runtime.h"
 
+#include "engine/compute_choice.h"
 #include "models/cpu_gemm.h"
 #include "ops/cpu_matmul.h"
 
@@ -46,6 +47,7 @@ std::vector<ComputeType> cpu_compute_types() {
         std::string why;
         t.available = ops::cpu_matmul_available(k.kind, &why);
         t.detail = t.available ? k.what : why;
+        t.kv_cache = engine_detail::auto_cpu_cache_dtype(k.kind) == at::kBFloat16 ? "bfloat16" : "float32";
         if (k.kind == ops::MatmulKind::Float32 && !t.available) {
             t.available = true;  // float32 always runs, unpacked
             t.detail = "float32 through ATen (" + why + ")";
