@@ -1,11 +1,10 @@
 #include "batch_timeline_widget.h"
 
-#include <QHelpEvent>
 #include <QPainter>
-#include <QToolTip>
 #include <algorithm>
 
 #include "step_stats_model.h"
+#include "tooltip_event.h"
 
 namespace lorascope::ui {
 
@@ -127,13 +126,7 @@ QString BatchTimelineWidget::describeAt(const QPoint& pos) const {
 }
 
 bool BatchTimelineWidget::event(QEvent* e) {
-    if (e->type() == QEvent::ToolTip) {
-        auto* help = static_cast<QHelpEvent*>(e);
-        const QString text = describeAt(help->pos());
-        if (text.isEmpty()) QToolTip::hideText();
-        else QToolTip::showText(help->globalPos(), text, this);
-        return true;
-    }
+    if (showToolTipFor(this, e, [this](const QPoint& p) { return describeAt(p); })) return true;
     return QWidget::event(e);
 }
 

@@ -1,15 +1,14 @@
 #include "lab_timeline_widget.h"
 
-#include <QHelpEvent>
 #include <QImage>
 #include <QMouseEvent>
 #include <QPainter>
-#include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
 
 #include "lab_run_data.h"
+#include "tooltip_event.h"
 
 namespace lorascope::ui {
 
@@ -261,13 +260,7 @@ void LabTimelineWidget::resizeEvent(QResizeEvent* e) {
 }
 
 bool LabTimelineWidget::event(QEvent* e) {
-    if (e->type() == QEvent::ToolTip) {
-        auto* help = static_cast<QHelpEvent*>(e);
-        const QString text = describeAt(help->pos());
-        if (text.isEmpty()) QToolTip::hideText();
-        else QToolTip::showText(help->globalPos(), text, this);
-        return true;
-    }
+    if (showToolTipFor(this, e, [this](const QPoint& p) { return describeAt(p); })) return true;
     return QWidget::event(e);
 }
 
