@@ -103,8 +103,8 @@ struct EngineOptions {
     std::string device = "cpu";      // "cpu" or "cuda[:N]"
     // "float32", "bfloat16", "int8" (CPU) or "float16". On the CPU it names the type of the linears'
     // packed weights and products (norms, attention and the residual stream stay float32; the KV
-    // cache follows kv_cache_dtype); on CUDA the whole model is converted (int8 is CPU-only). cpu_compute_types()
-    // (runtime.h) says which this CPU runs.
+    // cache follows kv_cache_dtype); on CUDA the whole model is converted (int8 is CPU-only).
+    // cpu_compute_types() (runtime.h) says which this CPU runs.
     std::string dtype = "float32";
     // The type the KV cache stores: "auto" is bfloat16 under CPU int8 or bfloat16 products (half
     // the cache's memory and of what attention reads; attention itself stays float32) and the

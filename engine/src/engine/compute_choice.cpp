@@ -68,7 +68,8 @@ std::optional<at::ScalarType> parse_cache(const std::string& name, const Compute
     if (name == "bfloat16" || name == "bf16") return at::kBFloat16;
     if (name == "float16" || name == "fp16") {
         if (device.is_cpu())
-            throw Error(ErrorKind::Unsupported, "kv cache dtype 'float16' on the CPU: use bfloat16 (the CPU kernel reads bfloat16 and float32)");
+            throw Error(ErrorKind::Unsupported, "kv cache dtype 'float16' on the CPU: use bfloat16 "
+                                                "(the CPU kernel reads bfloat16 and float32)");
         return at::kHalf;
     }
     throw Error(ErrorKind::InvalidArgument,

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
+#include "models/dot.h"
 
 namespace lorascope::models {
 
@@ -44,6 +46,7 @@ inline float widen(uint16_t bits) {
 // the same (rounded) values.
 template <typename KV>
 inline float dot_kv(const float* a, const KV* b, int64_t n) {
+    if constexpr (std::is_same_v<KV, float>) return dot(a, b, n);
     float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)

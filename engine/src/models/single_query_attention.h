@@ -1,4 +1,5 @@
-// Attention for one query position per row (a decoding step) on the CPU in float32.
+// Attention for one query position per row (a decoding step) on the CPU in float32, over keys and
+// values stored in float32 or (the paged cache under reduced-precision products) bfloat16.
 //
 // The generic path computes q.k and p.v as B*H tiny matrix products; OpenBLAS packs the K and V
 // operands of every one of them, which cost a decoding step more than the products themselves
