@@ -22,6 +22,8 @@ class Server;
 
 namespace lorascope::cli::serve {
 
+class Routes;
+
 struct ServeOptions {
     std::string host = "127.0.0.1";
     int port = 8080;                    // 0: any free port (bind() returns it)
@@ -52,7 +54,7 @@ public:
     int64_t requests_in_flight() const { return std::max<int64_t>(*open_requests_, metrics_->requests_in_engine()); }
 
 private:
-    void install_routes();
+    friend class Routes;  // the routes read the server's state (serve_routes.h)
 
     Engine& engine_;
     ServedModel model_;
@@ -64,6 +66,7 @@ private:
     std::shared_ptr<std::atomic<int64_t>> open_requests_ = std::make_shared<std::atomic<int64_t>>(0);
     std::atomic<bool> draining_{false};
     std::atomic<uint64_t> completion_counter_{0};
+    std::unique_ptr<Routes> routes_;                // before http_: its handlers go first
     std::unique_ptr<httplib::Server> http_;
 };
 
