@@ -97,7 +97,7 @@ int cmd_bench(int argc, char** argv) {
         {"threads", options.threads},
         {"cpu_gemm", runtime_info().cpu_gemm},
         {"dtype", options.dtype},
-        {"kv_cache_dtype", options.kv_cache_dtype},
+        {"kv_cache_dtype", kv_cache_dtype_in_effect(options)},  // what "auto" chose
         {"load_s", load_s},  // model and adapters, before the first request
         {"max_batch_size", options.max_batch_size},
         {"max_batch_tokens", options.max_batch_tokens},

@@ -9,6 +9,7 @@
 
 #include "lorascope/error.h"
 #include "lorascope/kernel_profile.h"
+#include "lorascope/runtime.h"
 
 namespace lorascope::cli {
 
@@ -119,6 +120,14 @@ EngineOptions engine_options_from(const Args& args) {
     if (options.max_batch_size < 1) throw Error(ErrorKind::InvalidArgument, "--max-batch-size must be >= 1");
     if (options.max_batch_tokens < 1) throw Error(ErrorKind::InvalidArgument, "--max-batch-tokens must be >= 1");
     return options;
+}
+
+std::string kv_cache_dtype_in_effect(const EngineOptions& options) {
+    if (!options.kv_cache_dtype.empty() && options.kv_cache_dtype != "auto") return options.kv_cache_dtype;
+    if (options.device == "cpu")
+        for (const ComputeType& t : cpu_compute_types())
+            if (t.name == options.dtype) return t.kv_cache;
+    return options.dtype;
 }
 
 std::unique_ptr<Engine> create_engine_with_adapters(const Args& args, const EngineOptions& options) {

@@ -164,6 +164,7 @@ private Q_SLOTS:
             const QJsonObject bench = cliBench(file, p, csv);
             QVERIFY2(!bench.isEmpty(), "no bench report");
             QCOMPARE(bench.value("batching").toString(), p == 0 ? QStringLiteral("continuous") : QStringLiteral("static"));
+            QCOMPARE(bench.value("kv_cache_dtype").toString(), QStringLiteral("float32"));  // auto under float32
             // Rows per step and everything else the engine decided, step by step.
             std::ostringstream lab_csv;
             write_steps_csv(lab_csv, d.steps());
