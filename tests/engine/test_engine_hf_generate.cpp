@@ -48,6 +48,23 @@ Request request_for(const json& prompt, const json& params) {
     return r;
 }
 
+// HF's recorded runs of one kind, by the model variant they ran on.
+std::map<std::string, std::vector<const json*>> runs_by_variant(const json& records) {
+    std::map<std::string, std::vector<const json*>> out;
+    for (const json& r : records) out[r["variant"].get<std::string>()].push_back(&r);
+    return out;
+}
+
+// Submits every run at once, each as its recorded prompt and parameters.
+std::vector<RequestId> submit_runs(lorascope::Engine& engine, const json& variant_records,
+                                   const std::vector<const json*>& runs, const std::shared_ptr<CollectingSink>& sink) {
+    std::vector<RequestId> ids;
+    for (const json* r : runs)
+        ids.push_back(engine.submit(
+            request_for(variant_records["prompts"][(*r)["prompt_index"].get<size_t>()], (*r)["params"]), sink));
+    return ids;
+}
+
 std::string describe(const json& record) {
     json copy = record;
     for (const char* k : {"tokens", "logprobs", "hf_ids", "baseline_ids", "token_pieces", "outputs", "prompts"})
@@ -69,8 +86,7 @@ private Q_SLOTS:
     // repetition penalty; the logprobs are log_softmax of HF's output_scores (the processed scores
     // the token was chosen from), for greedy and sampled runs alike.
     void seeded_sampling_and_logprobs_match_hf() {
-        std::map<std::string, std::vector<const json*>> by_variant;
-        for (const json& r : records_["sampling"]) by_variant[r["variant"].get<std::string>()].push_back(&r);
+        const auto by_variant = runs_by_variant(records_["sampling"]);
         QVERIFY(!by_variant.empty());
         int sampled_runs = 0, differing = 0;
         std::map<std::string, int> differing_per_setting;
@@ -78,9 +94,7 @@ private Q_SLOTS:
             const auto v = lorascope::test::load_variant(variant);
             auto engine = make_engine(v.dir);
             auto sink = std::make_shared<CollectingSink>();
-            std::vector<RequestId> ids;
-            for (const json* r : runs)
-                ids.push_back(engine->submit(request_for(v.records["prompts"][(*r)["prompt_index"].get<size_t>()], (*r)["params"]), sink));
+            const std::vector<RequestId> ids = submit_runs(*engine, v.records, runs, sink);
             QVERIFY(sink->wait_finished(ids.size()));
             std::map<size_t, std::vector<int64_t>> greedy;   // by prompt
             for (size_t i = 0; i < runs.size(); ++i) {
@@ -189,17 +203,14 @@ private Q_SLOTS:
     // sequences_scores; torch.manual_seed(s) + generate(do_sample=True, num_return_sequences=N):
     // HF's N rows. FinishEvent's text and ids are the first.
     void num_return_sequences_match_hf() {
-        std::map<std::string, std::vector<const json*>> by_variant;
-        for (const json& r : records_["num_return_sequences"]) by_variant[r["variant"].get<std::string>()].push_back(&r);
+        const auto by_variant = runs_by_variant(records_["num_return_sequences"]);
         QVERIFY(!by_variant.empty());
         int beam_runs = 0, sampled_runs = 0, sampled_distinct = 0;
         for (const auto& [variant, runs] : by_variant) {
             const auto v = lorascope::test::load_variant(variant);
             auto engine = make_engine(v.dir);
             auto sink = std::make_shared<CollectingSink>();
-            std::vector<RequestId> ids;
-            for (const json* r : runs)
-                ids.push_back(engine->submit(request_for(v.records["prompts"][(*r)["prompt_index"].get<size_t>()], (*r)["params"]), sink));
+            const std::vector<RequestId> ids = submit_runs(*engine, v.records, runs, sink);
             QVERIFY(sink->wait_finished(ids.size()));
             for (size_t i = 0; i < runs.size(); ++i) {
                 const json& r = *runs[i];
