@@ -18,7 +18,9 @@
 #include <condition_variable>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <utility>
 
 #include "cli_process.h"
 #include "lorascope/error.h"
@@ -99,9 +101,28 @@ int free_port() {
     return probe.serverPort();
 }
 
+// A test server that reads each connection's requests whole (holds_whole_request) and hands
+// each to answer(); the two fakes below differ only in their answers.
+class WholeRequestServer : public QTcpServer {
+protected:
+    virtual void answer(QTcpSocket* sock, const QByteArray& request) = 0;
+
+    void incomingConnection(qintptr fd) override {
+        auto* sock = new QTcpSocket(this);
+        sock->setSocketDescriptor(fd);
+        auto buffer = std::make_shared<QByteArray>();
+        connect(sock, &QTcpSocket::readyRead, this, [this, sock, buffer] {
+            *buffer += sock->readAll();
+            if (!holds_whole_request(*buffer)) return;
+            const QByteArray request = std::exchange(*buffer, QByteArray());
+            answer(sock, request);
+        });
+    }
+};
+
 // A misbehaving LoRAX server on its own thread (the engine's creation blocks the caller): /info
 // answers properly, /generate_stream as `mode` says.
-class FakeServer : public QTcpServer {
+class FakeServer : public WholeRequestServer {
 public:
     enum Mode { MalformedEvent, DropMidStream, SilentAfterFirstToken, Unavailable };
     explicit FakeServer(Mode mode) : mode_(mode) {}
@@ -109,37 +130,28 @@ public:
     std::vector<QTcpSocket*> held_;
 
 protected:
-    void incomingConnection(qintptr fd) override {
-        auto* sock = new QTcpSocket(this);
-        sock->setSocketDescriptor(fd);
-        auto* buffer = new QByteArray;
-        connect(sock, &QTcpSocket::readyRead, this, [this, sock, buffer] {
-            *buffer += sock->readAll();
-            if (!holds_whole_request(*buffer)) return;
-            const bool info = buffer->startsWith("GET /info");
-            buffer->clear();
-            if (info) {
-                const QByteArray body = R"({"model_id":"fake","adapters":[]})";
-                sock->write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + QByteArray::number(body.size()) +
-                            "\r\n\r\n" + body);
-                return;
-            }
-            const QByteArray token = R"(data:{"token":{"id":5,"text":"a","logprob":-0.1,"special":false},"generated_text":null,"details":null})"
-                                     "\n\n";
-            if (mode_ == Unavailable) {
-                const QByteArray body = R"({"error":"the server is shutting down","error_type":"unavailable"})";
-                sock->write("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: " +
-                            QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
-                return;
-            }
-            sock->write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" + token);
-            if (mode_ == MalformedEvent) sock->write("data:{\"token\": {not json\n\n");
-            if (mode_ == DropMidStream) {
-                sock->flush();
-                sock->disconnectFromHost();
-            }
-            if (mode_ == SilentAfterFirstToken) held_.push_back(sock);
-        });
+    void answer(QTcpSocket* sock, const QByteArray& request) override {
+        if (request.startsWith("GET /info")) {
+            const QByteArray body = R"({"model_id":"fake","adapters":[]})";
+            sock->write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + QByteArray::number(body.size()) +
+                        "\r\n\r\n" + body);
+            return;
+        }
+        const QByteArray token = R"(data:{"token":{"id":5,"text":"a","logprob":-0.1,"special":false},"generated_text":null,"details":null})"
+                                 "\n\n";
+        if (mode_ == Unavailable) {
+            const QByteArray body = R"({"error":"the server is shutting down","error_type":"unavailable"})";
+            sock->write("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: " +
+                        QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+            return;
+        }
+        sock->write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" + token);
+        if (mode_ == MalformedEvent) sock->write("data:{\"token\": {not json\n\n");
+        if (mode_ == DropMidStream) {
+            sock->flush();
+            sock->disconnectFromHost();
+        }
+        if (mode_ == SilentAfterFirstToken) held_.push_back(sock);
     }
 };
 
@@ -183,29 +195,21 @@ FinishEvent fake_finish(FakeServer::Mode mode, int timeout_ms = 30000) {
 // Replays what a real vLLM 0.32 server answered (tests/data/vllm/, recorded by
 // `scripts/check-vllm --record`): GET /v1/models gives models.json, POST /v1/completions gives
 // `body` with `status` (an SSE stream, or an error's JSON).
-class ReplayServer : public QTcpServer {
+class ReplayServer : public WholeRequestServer {
 public:
     QByteArray models, body;
     int status = 200;
 
 protected:
-    void incomingConnection(qintptr fd) override {
-        auto* sock = new QTcpSocket(this);
-        sock->setSocketDescriptor(fd);
-        auto* buffer = new QByteArray;
-        connect(sock, &QTcpSocket::readyRead, this, [this, sock, buffer] {
-            *buffer += sock->readAll();
-            if (!holds_whole_request(*buffer)) return;
-            const bool list = buffer->startsWith("GET /v1/models");
-            buffer->clear();
-            const QByteArray& content = list ? models : body;
-            const bool sse = !list && status == 200;
-            sock->write("HTTP/1.1 " + QByteArray::number(list ? 200 : status) + " X\r\nContent-Type: " +
-                        (sse ? QByteArray("text/event-stream; charset=utf-8") : QByteArray("application/json")) +
-                        "\r\nContent-Length: " + QByteArray::number(content.size()) + "\r\nConnection: close\r\n\r\n" + content);
-            sock->flush();
-            sock->disconnectFromHost();
-        });
+    void answer(QTcpSocket* sock, const QByteArray& request) override {
+        const bool list = request.startsWith("GET /v1/models");
+        const QByteArray& content = list ? models : body;
+        const bool sse = !list && status == 200;
+        sock->write("HTTP/1.1 " + QByteArray::number(list ? 200 : status) + " X\r\nContent-Type: " +
+                    (sse ? QByteArray("text/event-stream; charset=utf-8") : QByteArray("application/json")) +
+                    "\r\nContent-Length: " + QByteArray::number(content.size()) + "\r\nConnection: close\r\n\r\n" + content);
+        sock->flush();
+        sock->disconnectFromHost();
     }
 };
 
