@@ -55,6 +55,19 @@ void run_all_and_compare(Engine& engine, const test::Variant& v, size_t copies =
     }
 }
 
+// Submits `count` requests of `tokens` tokens each (EOS ignored), cycling through `prompts`:
+// rows that keep decoding while the request under test is prefilled under the budget.
+std::vector<RequestId> submit_leads(Engine& engine, const std::shared_ptr<CollectingSink>& sink,
+                                    const nlohmann::json& prompts, size_t count, int64_t tokens) {
+    std::vector<RequestId> leads;
+    for (size_t c = 0; c < count; ++c) {
+        Request lead = test::greedy_request(prompts[c % prompts.size()], tokens);
+        lead.params.ignore_eos = true;
+        leads.push_back(engine.submit(lead, sink));
+    }
+    return leads;
+}
+
 }  // namespace
 
 class TestEngineBatching : public QObject {
@@ -109,12 +122,7 @@ private Q_SLOTS:
         // Held between steps: more rows are decoding (long leads, two per prompt) than arrive, so
         // the budget applies (it does not while as many rows wait as decode).
         engine->set_paused(true);
-        std::vector<RequestId> leads;
-        for (size_t c = 0; c < 2 * prompts.size(); ++c) {
-            Request lead = test::greedy_request(prompts[c % prompts.size()], 40);
-            lead.params.ignore_eos = true;
-            leads.push_back(engine->submit(lead, sink));
-        }
+        const std::vector<RequestId> leads = submit_leads(*engine, sink, prompts, 2 * prompts.size(), 40);
         engine->step_once();
         QTRY_VERIFY_WITH_TIMEOUT(!sink->get(leads.back()).tokens.empty(), 60000);
         std::vector<RequestId> ids;
@@ -152,12 +160,7 @@ private Q_SLOTS:
         log.attach(*engine);
         auto sink = std::make_shared<CollectingSink>();
         engine->set_paused(true);
-        std::vector<RequestId> leads;
-        for (int c = 0; c < 2; ++c) {
-            Request lead = test::greedy_request(prompts[0], 30);
-            lead.params.ignore_eos = true;
-            leads.push_back(engine->submit(lead, sink));
-        }
+        const std::vector<RequestId> leads = submit_leads(*engine, sink, nlohmann::json::array({prompts[0]}), 2, 30);
         engine->step_once();
         QTRY_VERIFY_WITH_TIMEOUT(!sink->get(leads.back()).tokens.empty(), 60000);
         const int64_t max_new = v.records["max_new_tokens"].get<int64_t>();

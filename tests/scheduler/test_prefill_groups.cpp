@@ -25,6 +25,28 @@ int64_t cost(const Passes& passes, const std::vector<int64_t>& len, const std::v
     return total;
 }
 
+// The least cost over every contiguous split of the requests sorted by length (the search space
+// prefill_groups works in) that `allowed` accepts: the exhaustive reference for small batches.
+template <typename Allowed>
+int64_t cheapest_split(const std::vector<int64_t>& len, const std::vector<int64_t>& rows, int64_t per_pass,
+                       Allowed allowed) {
+    std::vector<size_t> order(len.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return len[a] < len[b]; });
+    int64_t best = -1;
+    for (unsigned cuts = 0; cuts < (1u << (order.size() - 1)); ++cuts) {
+        Passes candidate(1);
+        for (size_t i = 0; i < order.size(); ++i) {
+            if (i > 0 && (cuts >> (i - 1)) & 1u) candidate.emplace_back();
+            candidate.back().push_back(order[i]);
+        }
+        if (!allowed(candidate)) continue;
+        const int64_t c = cost(candidate, len, rows, per_pass);
+        if (best < 0 || c < best) best = c;
+    }
+    return best;
+}
+
 }  // namespace
 
 class TestPrefillGroups : public QObject {
@@ -67,19 +89,7 @@ private Q_SLOTS:
         for (const auto& pass : p) seen.insert(seen.end(), pass.begin(), pass.end());
         std::sort(seen.begin(), seen.end());
         QCOMPARE(seen, (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6, 7}));
-        std::vector<size_t> order{0, 1, 2, 3, 4, 5, 6, 7};
-        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return len[a] < len[b]; });
-        int64_t best = -1;
-        for (unsigned cuts = 0; cuts < (1u << 7); ++cuts) {
-            Passes candidate(1);
-            for (size_t i = 0; i < order.size(); ++i) {
-                if (i > 0 && (cuts >> (i - 1)) & 1u) candidate.emplace_back();
-                candidate.back().push_back(order[i]);
-            }
-            const int64_t c = cost(candidate, len, rows, 64);
-            if (best < 0 || c < best) best = c;
-        }
-        QCOMPARE(cost(p, len, rows, 64), best);
+        QCOMPARE(cost(p, len, rows, 64), cheapest_split(len, rows, 64, [](const Passes&) { return true; }));
     }
 
     void a_position_limit_splits_passes_that_would_exceed_it() {
@@ -108,8 +118,6 @@ private Q_SLOTS:
         const std::vector<int64_t> rows{4, 2, 1, 3, 3, 1, 1, 2};
         const int64_t limit = 200;
         const auto p = prefill_groups(len, rows, 64, limit);
-        std::vector<size_t> order{0, 1, 2, 3, 4, 5, 6, 7};
-        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return len[a] < len[b]; });
         auto fits = [&](const Passes& passes) {
             for (const auto& pass : passes) {
                 int64_t longest = 0, r = 0;
@@ -122,18 +130,7 @@ private Q_SLOTS:
             return true;
         };
         QVERIFY(fits(p));
-        int64_t best = -1;
-        for (unsigned cuts = 0; cuts < (1u << 7); ++cuts) {
-            Passes candidate(1);
-            for (size_t i = 0; i < order.size(); ++i) {
-                if (i > 0 && (cuts >> (i - 1)) & 1u) candidate.emplace_back();
-                candidate.back().push_back(order[i]);
-            }
-            if (!fits(candidate)) continue;
-            const int64_t c = cost(candidate, len, rows, 64);
-            if (best < 0 || c < best) best = c;
-        }
-        QCOMPARE(cost(p, len, rows, 64), best);
+        QCOMPARE(cost(p, len, rows, 64), cheapest_split(len, rows, 64, fits));
     }
 
     void empty_input_gives_no_pass() { QVERIFY(prefill_groups({}, {}, 64).empty()); }
