@@ -50,8 +50,9 @@ struct BatchResult {
     int64_t decode_cpu_loop_calls = 0;  // decoding-step deltas computed by the CPU loop
 };
 
-// The decoding steps get their own hook, as the engine's do: with `stack` and `cpu_loop` false,
-// they take the stacked path that other devices use.
+// The decoding steps get their own hook, as the engine's do. With `cpu_loop` false the CPU takes
+// the paths other devices use: per-adapter ATen products at prefill and, given `stack`, the
+// stacked products in decoding steps.
 BatchResult run_rows(const Fixture& f, const std::vector<Row>& rows, int64_t steps, adapters::LoraStack* stack = nullptr,
                      bool cpu_loop = true) {
     const json& rec = f.base.records;
@@ -68,7 +69,7 @@ BatchResult run_rows(const Fixture& f, const std::vector<Row>& rows, int64_t ste
         }
         prompts.push_back(rec["prompts"][r.prompt].get<std::vector<int64_t>>());
     }
-    adapters::MultiLoraHook hook(row_weights, f.model->options().device());
+    adapters::MultiLoraHook hook(row_weights, f.model->options().device(), nullptr, cpu_loop);
     const models::LoraHook* lora = hook.empty() ? nullptr : &hook;
     adapters::MultiLoraHook decode_hook(row_weights, f.model->options().device(), stack, cpu_loop);
     const models::LoraHook* decode_lora = decode_hook.empty() ? nullptr : &decode_hook;
@@ -157,7 +158,8 @@ private Q_SLOTS:
         const BatchResult contiguous = run_rows(f, grouped, steps);
         for (size_t i = 0; i < grouped.size(); ++i) check_row(rec, grouped[i], contiguous, i);
 
-        // The decoding steps of other devices: every adapter's factors stacked, one product pair per site.
+        // The paths of other devices: per-adapter products at prefill; in decoding steps every
+        // adapter's factors stacked, one product pair per site.
         adapters::LoraStack stack;
         const BatchResult stacked = run_rows(f, interleaved, steps, &stack, /*cpu_loop=*/false);
         QVERIFY2(stack.bytes() > 0, "the decoding steps did not take the stacked path");

@@ -38,8 +38,8 @@ std::shared_ptr<const LoraWeights> LoraWeights::materialise(const io::PeftAdapte
         d.rank = m.rank;
         d.scaling = m.scaling;
         d.a = a.to(options).contiguous();
-        d.b = (b * m.scaling).to(options).contiguous();
-        w->bytes_ += static_cast<int64_t>(d.a.nbytes() + d.b.nbytes());
+        d.bt = (b * m.scaling).t().to(options).contiguous();
+        w->bytes_ += static_cast<int64_t>(d.a.nbytes() + d.bt.nbytes());
         w->max_rank_ = std::max(w->max_rank_, d.rank);
         w->sites_[static_cast<size_t>(binding.site.id)] = std::move(d);
         ++w->modules_;

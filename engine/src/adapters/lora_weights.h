@@ -15,11 +15,13 @@
 
 namespace lorascope::adapters {
 
-// What one adapter adds at one site: y += (x a^T) b^T, with the scaling folded into b. Both keep
-// PEFT's [out, in] layout, the one the linears multiply by (models::affine).
+// What one adapter adds at one site: y += (x a^T) bt, with the scaling folded into bt. A keeps
+// PEFT's [r, in] layout; B is stored transposed, [r, out], so that the CPU kernels
+// (lora_kernels.h) read both factors row by row, rank by rank, and the ATen products take bt as a
+// plain right-hand side.
 struct SiteDelta {
     at::Tensor a;     // [r, in], contiguous
-    at::Tensor b;     // [out, r] = scaling * B, contiguous
+    at::Tensor bt;    // [r, out] = (scaling * B)^T, contiguous
     int64_t rank = 0;
     double scaling = 0;
 };

@@ -5,21 +5,30 @@
 #include <algorithm>
 #include <map>
 
-#include "models/dot.h"
+#include "adapters/lora_kernels.h"
 
 namespace lorascope::adapters {
 
 namespace {
 
-// ys[i] += B (A xs[i]) for the n positions of one adapter, A [r, in] and B [out, r] row-major: each
-// row of A and of B is read once for all n positions. h is n * r scratch.
-__attribute__((target_clones("avx2,fma", "default"))) void lora_positions(const float* A, const float* B, int64_t r,
-                                                                         int64_t in, int64_t out, const float* const* xs,
-                                                                         float* const* ys, int64_t n, float* h) {
-    for (int64_t k = 0; k < r; ++k)
-        for (int64_t i = 0; i < n; ++i) h[i * r + k] = models::dot(A + k * in, xs[i], in);
-    for (int64_t o = 0; o < out; ++o)
-        for (int64_t i = 0; i < n; ++i) ys[i][o] += models::dot(B + o * r, h + i * r, r);
+// Items differ by up to 8x in cost (W4's ranks run from 8 to 64), and parallel_for would hand
+// each thread a contiguous run of them: W4's batch lists its adapters by rank, so one thread got
+// 72% of the work (1.87 ms a step against 1.40 ms balanced, in a microbenchmark of W4's 36
+// decoding sites with the factors read from memory). Longest first, each to the least loaded of
+// at most `threads` bins; none is empty.
+std::vector<std::vector<size_t>> balance(const std::vector<int64_t>& costs, int threads) {
+    const size_t bins_n = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(std::max(threads, 1)), costs.size()));
+    std::vector<size_t> order(costs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t p, size_t q) { return costs[p] > costs[q]; });
+    std::vector<std::vector<size_t>> bins(bins_n);
+    std::vector<int64_t> load(bins_n, 0);
+    for (size_t i : order) {
+        const auto t = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+        bins[t].push_back(i);
+        load[t] += costs[i];
+    }
+    return bins;
 }
 
 }  // namespace
@@ -55,7 +64,7 @@ const LoraStack::Site* LoraStack::site(int site_id) {
     if (auto it = sites_.find(site_id); it != sites_.end()) return &it->second;
     if (absent_.count(site_id)) return nullptr;
     Site s;
-    std::vector<at::Tensor> as, bs;
+    std::vector<at::Tensor> as, bts;
     int64_t offset = 0;
     for (const LoraWeights* w : set_) {
         const SiteDelta* d = w->at_site(site_id);
@@ -63,7 +72,7 @@ const LoraStack::Site* LoraStack::site(int site_id) {
         s.rank.push_back(d ? d->rank : 0);
         if (!d) continue;
         as.push_back(d->a);
-        bs.push_back(d->b);
+        bts.push_back(d->bt);
         offset += d->rank;
     }
     if (as.empty()) {
@@ -71,8 +80,8 @@ const LoraStack::Site* LoraStack::site(int site_id) {
         return nullptr;
     }
     s.a = at::cat(as, 0).contiguous();
-    s.b = at::cat(bs, 1).contiguous();
-    bytes_ += static_cast<int64_t>(s.a.nbytes() + s.b.nbytes());
+    s.bt = at::cat(bts, 0).contiguous();
+    bytes_ += static_cast<int64_t>(s.a.nbytes() + s.bt.nbytes());
     return &sites_.emplace(site_id, std::move(s)).first->second;
 }
 
@@ -111,8 +120,7 @@ MultiLoraHook::MultiLoraHook(const std::vector<std::shared_ptr<const LoraWeights
 void MultiLoraHook::add_delta(const models::LinearSite& site, const at::Tensor& x, at::Tensor y) const {
     TORCH_CHECK(x.size(0) == batch_rows_, "MultiLoraHook: built for ", batch_rows_, " rows, called with ", x.size(0));
     const bool small = x.numel() / x.size(-1) <= kSmallCallPositions;
-    // One adapter for the whole call is one pair of BLAS products already (add_grouped).
-    if (small && cpu_loop_ && groups_.size() >= 2 && add_positions_cpu(site, x, y)) return;
+    if (cpu_loop_ && add_positions_cpu(site, x, y, small)) return;
     if (small && stack_) {
         add_stacked(site, x, y);
         return;
@@ -120,27 +128,33 @@ void MultiLoraHook::add_delta(const models::LinearSite& site, const at::Tensor& 
     add_grouped(site, x, y);
 }
 
-// Mixed-adapter decoding steps on the CPU: each adapter's factors are applied to its positions, a
-// few positions per read of the factors, with vector dot products, all in one parallel loop.
-// Per-adapter ATen products cost a gather, two BLAS calls and a scatter each (hundreds of fixed
-// costs per step); the stacked path multiplies every position by every adapter (8x the arithmetic
-// with W4's eight adapters).
-bool MultiLoraHook::add_positions_cpu(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const {
+// Every call on the CPU in float32, decoding steps and prefill alike: each adapter's factors are
+// applied to its positions by lora_positions (whose result for a position does not depend on what
+// else is in the batch), in one parallel loop.
+// - Decoding steps: per-adapter ATen products cost a gather, two BLAS calls and a scatter each
+//   (hundreds of fixed costs per step); the stacked path multiplies every position by every
+//   adapter (8x the arithmetic with W4's eight adapters).
+// - Prefill: ATen's products of these narrow shapes were slow and erratic here. [M, 8] x [8, 512]
+//   took 23 us at M = 320 and 195 us at M = 272 with two threads (LibTorch 1.13 over OpenBLAS
+//   0.3.21; one thread: 25 us), and one adapter after the other left a core idle.
+bool MultiLoraHook::add_positions_cpu(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y,
+                                      bool small) const {
     if (!x.device().is_cpu() || x.scalar_type() != at::kFloat || y.scalar_type() != at::kFloat || x.dim() != 3 ||
         y.dim() != 3 || x.stride(2) != 1 || y.stride(2) != 1)
         return false;
     std::vector<const SiteDelta*> deltas;
     for (const auto& g : groups_) {
         const SiteDelta* d = g.weights->at_site(site.id);
-        if (d && (d->a.scalar_type() != at::kFloat || !d->a.is_contiguous() || !d->b.is_contiguous())) return false;
+        if (d && (d->a.scalar_type() != at::kFloat || !d->a.is_contiguous() || !d->bt.is_contiguous())) return false;
         deltas.push_back(d);
     }
     const int64_t T = x.size(1), in = x.size(2), out = y.size(2);
     const float* xp = x.data_ptr<float>();
     float* yp = y.data_ptr<float>();
     // Work items of at most kChunk positions of one adapter, so that a batch of few adapters still
-    // spreads over every thread; each item reads its adapter's factors once.
-    constexpr int64_t kChunk = 8;
+    // spreads over every thread: few positions stream the factors once per item; prefill's items
+    // reuse them from cache, 64 positions at a time.
+    const int64_t kChunk = small ? kLoraStreamingPositions : 64;
     struct Item {
         const SiteDelta* delta;
         std::vector<const float*> xs;
@@ -158,23 +172,29 @@ bool MultiLoraHook::add_positions_cpu(const models::LinearSite& site, const at::
                 items.back().ys.push_back(yp + b * y.stride(0) + t * y.stride(1));
             }
     }
-    at::parallel_for(0, static_cast<int64_t>(items.size()), 1, [&](int64_t begin, int64_t end) {
+    // Cost: the factors read (r) and the arithmetic (positions x r).
+    std::vector<int64_t> costs;
+    for (const Item& item : items) costs.push_back(item.delta->rank * (static_cast<int64_t>(item.xs.size()) + 4));
+    const auto bins = balance(costs, at::get_num_threads());
+    at::parallel_for(0, static_cast<int64_t>(bins.size()), 1, [&](int64_t begin, int64_t end) {
         std::vector<float> h;
-        for (int64_t i = begin; i < end; ++i) {
-            const Item& item = items[static_cast<size_t>(i)];
-            const int64_t n = static_cast<int64_t>(item.xs.size()), r = item.delta->rank;
-            h.resize(static_cast<size_t>(n * r));
-            lora_positions(item.delta->a.data_ptr<float>(), item.delta->b.data_ptr<float>(), r, in, out,
-                           item.xs.data(), item.ys.data(), n, h.data());
-        }
+        for (int64_t t = begin; t < end; ++t)
+            for (size_t i : bins[static_cast<size_t>(t)]) {
+                const Item& item = items[i];
+                const int64_t n = static_cast<int64_t>(item.xs.size()), r = item.delta->rank;
+                h.resize(static_cast<size_t>(n * r));
+                lora_positions(item.delta->a.data_ptr<float>(), item.delta->bt.data_ptr<float>(), r, in, out,
+                               item.xs.data(), item.ys.data(), n, h.data());
+            }
     });
     ++cpu_position_calls_;
     return true;
 }
 
-// Per adapter through ATen's matmul: at prefill sizes its BLAS call is as fast as oneDNN's, and a
-// request's logits then do not depend on how many rows shared its adapter (oneDNN's sgemm rounds
-// differently for one row than for several: 2e-4 apart on the LoRA parity fixture).
+// Per adapter through ATen's matmul, off the CPU's float32 path: at prefill sizes its BLAS call is
+// as fast as oneDNN's, and a request's logits then do not depend on how many rows shared its
+// adapter (oneDNN's sgemm rounds differently for one row than for several: 2e-4 apart on the LoRA
+// parity fixture).
 void MultiLoraHook::add_grouped(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const {
     for (const auto& g : groups_) {
         const SiteDelta* d = g.weights->at_site(site.id);
@@ -182,9 +202,9 @@ void MultiLoraHook::add_grouped(const models::LinearSite& site, const at::Tensor
         if (g.contiguous) {
             at::Tensor xs = g.count == batch_rows_ ? x : x.narrow(0, g.start, g.count);
             at::Tensor ys = g.count == batch_rows_ ? y : y.narrow(0, g.start, g.count);
-            ys.add_(at::matmul(at::matmul(xs, d->a.t()), d->b.t()));
+            ys.add_(at::matmul(at::matmul(xs, d->a.t()), d->bt));
         } else {
-            at::Tensor delta = at::matmul(at::matmul(x.index_select(0, g.rows), d->a.t()), d->b.t());
+            at::Tensor delta = at::matmul(at::matmul(x.index_select(0, g.rows), d->a.t()), d->bt);
             y.index_add_(0, g.rows, delta);
         }
     }
@@ -208,7 +228,7 @@ void MultiLoraHook::add_stacked(const models::LinearSite& site, const at::Tensor
     }
     at::Tensor h = models::affine(x.reshape({positions, in}), s->a);  // [positions, sum r]
     h.mul_(mask.to(h.options()));
-    y.add_(models::affine(h, s->b).view(y.sizes()));
+    y.add_(at::matmul(h, s->bt).view(y.sizes()));
 }
 
 }  // namespace lorascope::adapters

@@ -15,14 +15,14 @@
 namespace lorascope::adapters {
 
 // The A and B factors of several adapters stacked per site, for decoding steps that mix adapters:
-// one [sum of ranks, in] and one [out, sum of ranks] matrix per site instead of one pair per adapter.
+// one [sum of ranks, in] and one [sum of ranks, out] matrix per site instead of one pair per adapter.
 // The engine keeps one across steps (a running batch's set of adapters rarely changes); a different
 // set drops the stacks. Engine thread only.
 class LoraStack {
 public:
     struct Site {
         at::Tensor a;                // [sum r, in]: the adapters' A one under the other
-        at::Tensor b;                // [out, sum r]: their scaled B side by side
+        at::Tensor bt;               // [sum r, out]: their scaled, transposed B one under the other
         std::vector<int64_t> offset; // per adapter (in set order): first column of its rank block
         std::vector<int64_t> rank;   // per adapter: 0 when it does not target the site
     };
@@ -51,7 +51,8 @@ public:
     // the weights alive for its own lifetime. `stack` (optional, outliving the hook; the engine
     // passes its own for decoding steps) serves calls with few rows from several adapters; a hook
     // over fewer than two adapters clears it.
-    // `cpu_loop` false keeps small CPU calls off the loop below (tests use it to reach the stack).
+    // `cpu_loop` false keeps CPU calls off our kernels (tests use it to reach the stack and the
+    // per-adapter products).
     MultiLoraHook(const std::vector<std::shared_ptr<const LoraWeights>>& row_adapters, const at::Device& device,
                   LoraStack* stack = nullptr, bool cpu_loop = true);
 
@@ -61,12 +62,11 @@ public:
 
     void add_delta(const models::LinearSite& site, const at::Tensor& x, at::Tensor y) const override;
 
-    // Calls with at most this many positions (rows x tokens: decoding steps) avoid per-adapter ATen
-    // products, whose fixed costs (a gather, two BLAS calls and a scatter per adapter and site)
-    // dominated mixed-adapter decoding: on the CPU in float32, with two or more adapters, through our
-    // own parallel loop; elsewhere through the stack, if one was given (two products per site). Longer
-    // calls (prefill) and single-adapter calls keep the per-adapter products, where those costs are
-    // amortised.
+    // Calls on the CPU in float32 go through our own kernels (lora_kernels.h), in one parallel
+    // loop over the adapters' positions, whatever their size. Elsewhere, calls with at most this
+    // many positions (rows x tokens: decoding steps) go through the stack, if one was given (two
+    // products per site, instead of a gather, two products and a scatter per adapter); longer
+    // calls (prefill) keep the per-adapter products, where those costs are amortised.
     static constexpr int64_t kSmallCallPositions = 64;
     // How many add_delta calls took the CPU loop (for tests).
     int64_t cpu_position_calls() const { return cpu_position_calls_; }
@@ -85,7 +85,7 @@ private:
     };
     void add_grouped(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const;
     void add_stacked(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const;
-    bool add_positions_cpu(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y) const;
+    bool add_positions_cpu(const models::LinearSite& site, const at::Tensor& x, at::Tensor& y, bool small) const;
 
     std::vector<Group> groups_;
     int64_t batch_rows_ = 0;
