@@ -153,38 +153,44 @@ bool MultiLoraHook::add_positions_cpu(const models::LinearSite& site, const at::
     float* yp = y.data_ptr<float>();
     // Work items of at most kChunk positions of one adapter, so that a batch of few adapters still
     // spreads over every thread: few positions stream the factors once per item; prefill's items
-    // reuse them from cache, 64 positions at a time.
+    // reuse them from cache, 64 positions at a time. Items are ranges of two flat pointer arrays.
     const int64_t kChunk = small ? kLoraStreamingPositions : 64;
     struct Item {
         const SiteDelta* delta;
-        std::vector<const float*> xs;
-        std::vector<float*> ys;
+        size_t first;
+        int64_t n;
     };
     std::vector<Item> items;
+    std::vector<const float*> xs;
+    std::vector<float*> ys;
+    xs.reserve(static_cast<size_t>(batch_rows_ * T));
+    ys.reserve(static_cast<size_t>(batch_rows_ * T));
+    int64_t max_h = 0;
     for (size_t gi = 0; gi < groups_.size(); ++gi) {
         if (!deltas[gi]) continue;
         for (int64_t b : groups_[gi].row_list)
             for (int64_t t = 0; t < T; ++t) {
-                if (items.empty() || items.back().delta != deltas[gi] ||
-                    static_cast<int64_t>(items.back().xs.size()) == kChunk)
-                    items.push_back({deltas[gi], {}, {}});
-                items.back().xs.push_back(xp + b * x.stride(0) + t * x.stride(1));
-                items.back().ys.push_back(yp + b * y.stride(0) + t * y.stride(1));
+                if (items.empty() || items.back().delta != deltas[gi] || items.back().n == kChunk)
+                    items.push_back({deltas[gi], xs.size(), 0});
+                xs.push_back(xp + b * x.stride(0) + t * x.stride(1));
+                ys.push_back(yp + b * y.stride(0) + t * y.stride(1));
+                ++items.back().n;
             }
     }
     // Cost: the factors read (r) and the arithmetic (positions x r).
     std::vector<int64_t> costs;
-    for (const Item& item : items) costs.push_back(item.delta->rank * (static_cast<int64_t>(item.xs.size()) + 4));
+    for (const Item& item : items) {
+        costs.push_back(item.delta->rank * (item.n + 4));
+        max_h = std::max(max_h, item.delta->rank * item.n);
+    }
     const auto bins = balance(costs, at::get_num_threads());
     at::parallel_for(0, static_cast<int64_t>(bins.size()), 1, [&](int64_t begin, int64_t end) {
-        std::vector<float> h;
+        std::vector<float> h(static_cast<size_t>(max_h));
         for (int64_t t = begin; t < end; ++t)
             for (size_t i : bins[static_cast<size_t>(t)]) {
                 const Item& item = items[i];
-                const int64_t n = static_cast<int64_t>(item.xs.size()), r = item.delta->rank;
-                h.resize(static_cast<size_t>(n * r));
-                lora_positions(item.delta->a.data_ptr<float>(), item.delta->bt.data_ptr<float>(), r, in, out,
-                               item.xs.data(), item.ys.data(), n, h.data());
+                lora_positions(item.delta->a.data_ptr<float>(), item.delta->bt.data_ptr<float>(), item.delta->rank, in,
+                               out, xs.data() + item.first, ys.data() + item.first, item.n, h.data());
             }
     });
     ++cpu_position_calls_;
