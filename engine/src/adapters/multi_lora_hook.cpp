@@ -103,7 +103,9 @@ MultiLoraHook::MultiLoraHook(const std::vector<std::shared_ptr<const LoraWeights
         g.count = static_cast<int64_t>(g.row_list.size());
         g.start = g.row_list.front();
         g.contiguous = g.row_list.back() - g.start + 1 == g.count;
-        if (!g.contiguous) g.rows = at::tensor(g.row_list, at::TensorOptions().dtype(at::kLong)).to(device);
+        // The index tensor of the per-adapter products; the CPU's own kernels take row_list.
+        if (!g.contiguous && !(device.is_cpu() && cpu_loop_))
+            g.rows = at::tensor(g.row_list, at::TensorOptions().dtype(at::kLong)).to(device);
     }
     if (stack_ && groups_.size() < 2) {
         stack_->clear();  // the batch no longer mixes adapters
@@ -143,11 +145,14 @@ bool MultiLoraHook::add_positions_cpu(const models::LinearSite& site, const at::
         y.dim() != 3 || x.stride(2) != 1 || y.stride(2) != 1)
         return false;
     std::vector<const SiteDelta*> deltas;
+    bool any = false;
     for (const auto& g : groups_) {
         const SiteDelta* d = g.weights->at_site(site.id);
         if (d && (d->a.scalar_type() != at::kFloat || !d->a.is_contiguous() || !d->bt.is_contiguous())) return false;
         deltas.push_back(d);
+        any = any || d;
     }
+    if (!any) return true;  // no adapter of the batch targets this site (W4: 13 of a step's 49 calls)
     const int64_t T = x.size(1), in = x.size(2), out = y.size(2);
     const float* xp = x.data_ptr<float>();
     float* yp = y.data_ptr<float>();
@@ -210,6 +215,7 @@ void MultiLoraHook::add_grouped(const models::LinearSite& site, const at::Tensor
             at::Tensor ys = g.count == batch_rows_ ? y : y.narrow(0, g.start, g.count);
             ys.add_(at::matmul(at::matmul(xs, d->a.t()), d->bt));
         } else {
+            if (!g.rows.defined()) g.rows = at::tensor(g.row_list, at::TensorOptions().dtype(at::kLong)).to(x.device());
             at::Tensor delta = at::matmul(at::matmul(x.index_select(0, g.rows), d->a.t()), d->bt);
             y.index_add_(0, g.rows, delta);
         }

@@ -77,7 +77,7 @@ private:
     struct Group {
         std::shared_ptr<const LoraWeights> weights;
         std::vector<int64_t> row_list;
-        at::Tensor rows;       // int64 on the model's device, when not contiguous
+        mutable at::Tensor rows;  // int64 on the model's device, when not contiguous; made on first use
         int64_t start = 0;
         int64_t count = 0;
         bool contiguous = false;
