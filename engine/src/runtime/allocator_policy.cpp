@@ -1,9 +1,16 @@
 #include "runtime/allocator_policy.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>  // also defines __GLIBC__ on glibc
+#include <new>
 #if defined(__GLIBC__)
 #include <malloc.h>
+#endif
+#if defined(__linux__)
+#include <sys/mman.h>
 #endif
 
 namespace lorascope::runtime {
@@ -32,6 +39,24 @@ void settle_cpu_allocator() {
 void return_free_heap_pages() {
 #if defined(__GLIBC__)
     malloc_trim(0);
+#endif
+}
+
+std::shared_ptr<void> allocate_huge_page_block(size_t bytes) {
+    const size_t size = (std::max<size_t>(bytes, 1) + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    // A mapping of its own, one huge page longer than asked, so that an aligned block fits in it.
+    void* raw = ::mmap(nullptr, size + kHugePageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) throw std::bad_alloc();
+    const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+    void* block = reinterpret_cast<void*>((start + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
+    ::madvise(block, size, MADV_HUGEPAGE);  // advice: without THP the block is ordinary memory
+    return std::shared_ptr<void>(block, [raw, size](void*) { ::munmap(raw, size + kHugePageBytes); });
+#else
+    void* block = std::aligned_alloc(kHugePageBytes, size);
+    if (!block) throw std::bad_alloc();
+    std::memset(block, 0, size);
+    return std::shared_ptr<void>(block, [](void* p) { std::free(p); });
 #endif
 }
 
