@@ -2,15 +2,21 @@
 // each position's result is bit for bit the one it gets alone, whether it came with a few positions
 // (the streaming loop of decoding steps) or many (the blocked loop of prefill), and it is the
 // float64 product within float32 rounding. Shapes include sizes that are not multiples of any
-// vector width, so that every tail loop runs.
+// vector width, so that every tail loop runs. And the block big adapters' factors live in: aligned
+// for huge pages, advised for them, and unmapped when let go.
 #include <QtTest>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "adapters/lora_kernels.h"
+#include "runtime/allocator_policy.h"
 
 using namespace lorascope::adapters;
 
@@ -51,6 +57,25 @@ std::vector<float> run(LoraIsa isa, const Case& c, const Data& d, int64_t first,
     std::vector<float> h(static_cast<size_t>(n * c.r));
     lora_positions(isa, d.a.data(), d.bt.data(), c.r, c.in, c.out, xs.data(), ys.data(), n, h.data());
     return y;
+}
+
+// The VmFlags of the mapping holding `p` in /proc/self/smaps; "" when no mapping holds it.
+std::string vm_flags_at(const void* p) {
+    std::ifstream smaps("/proc/self/smaps");
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    std::string line;
+    bool inside = false;
+    while (std::getline(smaps, line)) {
+        uintptr_t lo = 0, hi = 0;
+        char dash = 0;
+        std::istringstream head(line);
+        if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+            inside = lo <= at && at < hi;
+            continue;
+        }
+        if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+    }
+    return {};
 }
 
 QString isa_name(LoraIsa isa) {
@@ -103,6 +128,27 @@ private Q_SLOTS:
                                                      .arg(label).arg(first + i).arg(n)));
                     }
             }
+    }
+
+    void the_huge_page_block_is_aligned_zeroed_advised_and_unmapped() {
+        const size_t bytes = 5 * (size_t{1} << 20) + 123;
+        std::shared_ptr<void> block = lorascope::runtime::allocate_huge_page_block(bytes);
+        auto* p = static_cast<unsigned char*>(block.get());
+        QCOMPARE(reinterpret_cast<uintptr_t>(p) % lorascope::runtime::kHugePageBytes, uintptr_t{0});
+        for (size_t i = 0; i < bytes; i += 4093) QCOMPARE(int(p[i]), 0);
+        std::memset(p, 0xA5, bytes);
+        QCOMPARE(int(p[bytes - 1]), 0xA5);
+#if defined(__linux__)
+        const std::string flags = vm_flags_at(p);
+        QVERIFY2(!flags.empty(), "no mapping holds the block");
+        // A kernel built without transparent huge pages refuses the advice; the block is then
+        // ordinary memory, which is what allocate_huge_page_block promises.
+        if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"))
+            QVERIFY2(flags.find(" hg") != std::string::npos,
+                     qPrintable(QString("not advised for huge pages: ") + flags.c_str()));
+        block.reset();
+        QVERIFY2(vm_flags_at(p).empty(), "the block is still mapped after its last owner let go");
+#endif
     }
 
     void isa_beyond_the_cpu_falls_back_to_what_it_has() {
