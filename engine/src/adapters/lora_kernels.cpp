@@ -48,15 +48,6 @@ inline float reduce16(__m512 v) {
 #define LK_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
 #define LK_REDUCE(v) reduce16(v)
 #include "adapters/lora_kernels_simd.inc"
-#undef LK_V
-#undef LK_W
-#undef LK_BLOCK
-#undef LK_ZERO
-#undef LK_LOAD
-#undef LK_STORE
-#undef LK_SET1
-#undef LK_FMA
-#undef LK_REDUCE
 }  // namespace avx512
 #pragma GCC pop_options
 
@@ -73,15 +64,6 @@ namespace avx2 {
 #define LK_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
 #define LK_REDUCE(v) reduce8(v)
 #include "adapters/lora_kernels_simd.inc"
-#undef LK_V
-#undef LK_W
-#undef LK_BLOCK
-#undef LK_ZERO
-#undef LK_LOAD
-#undef LK_STORE
-#undef LK_SET1
-#undef LK_FMA
-#undef LK_REDUCE
 }  // namespace avx2
 #pragma GCC pop_options
 
