@@ -14,8 +14,9 @@
 
 namespace lorascope::adapters {
 
-// The A and B factors of several adapters stacked per site, for decoding steps that mix adapters:
-// one [sum of ranks, in] and one [sum of ranks, out] matrix per site instead of one pair per adapter.
+// The A and B factors of several adapters stacked per site, for decoding steps that mix adapters
+// off the CPU's float32 path (the CPU runs lora_kernels.h): one [sum of ranks, in] and one
+// [sum of ranks, out] matrix per site instead of one pair per adapter.
 // The engine keeps one across steps (a running batch's set of adapters rarely changes); a different
 // set drops the stacks. Engine thread only.
 class LoraStack {
@@ -49,8 +50,8 @@ class MultiLoraHook final : public models::LoraHook {
 public:
     // row_adapters[b] is the adapter of batch row b, nullptr for the base model. The hook keeps
     // the weights alive for its own lifetime. `stack` (optional, outliving the hook; the engine
-    // passes its own for decoding steps) serves calls with few rows from several adapters; a hook
-    // over fewer than two adapters clears it.
+    // passes its own for decoding steps) serves calls with few rows from several adapters off the
+    // CPU's float32 path; a hook over fewer than two adapters clears it.
     // `cpu_loop` false keeps CPU calls off our kernels (tests use it to reach the stack and the
     // per-adapter products).
     MultiLoraHook(const std::vector<std::shared_ptr<const LoraWeights>>& row_adapters, const at::Device& device,

@@ -1,5 +1,5 @@
-// glibc's malloc policy for a CPU engine's process (see allocator_policy.cpp for why), and
-// handing free heap pages back.
+// glibc's malloc policy for a CPU engine's process (see allocator_policy.cpp for why), handing
+// free heap pages back, and blocks in huge pages for data every decoding step streams through.
 #pragma once
 
 #include <cstddef>
