@@ -180,10 +180,19 @@ def run_workload(ctx, name):
     ct2_systems = [s for s in ("ct2", "ct2-int8") if s in systems]
     if ct2_systems and not adapters:
         ct2_dir = build(ctx, "build_ct2", family, model_dir, os.path.join(ctx.work, "ct2", family))
+    # W4's goal is a ratio to W1, and W1 ran minutes earlier: on a shared host its neighbours'
+    # load then differs (W4, memory-bound on the adapters' factors, feels it more). So each of our
+    # W4 runs comes right after a W1 run of the same system, and the ratio is also given from those
+    # pairs (one session's runs: 0.94 across the two workloads' medians, 0.86 from pairs).
+    pairs = {}
     for _ in range(ctx.repeat):
         for ours in (s for s in OURS if s in systems):
+            if adapters:
+                w1 = run_ours(ctx, "W1", model_dir, rows, new_tokens, system=ours)
             runs.setdefault(ours, []).append(
                 run_ours(ctx, name, model_dir, rows, new_tokens, adapters, row_adapters, system=ours))
+            if adapters:
+                pairs.setdefault(ours, []).append([w1["tokens_per_s"], runs[ours][-1]["tokens_per_s"]])
         if "hf" in systems:
             runs.setdefault("hf", []).append(
                 run_peer(ctx, name, "hf", family, model_dir, None, rows, new_tokens, adapters, row_adapters))
@@ -197,8 +206,11 @@ def run_workload(ctx, name):
                      "mixed-adapter generate(adapter_names=...) needs torch >= 2.0 hooks, Debian's torch is 1.13")
     if ct2_systems and adapters:
         notes.append("CTranslate2: no runtime LoRA (adapters must be merged into one model each), not run")
+    if pairs:
+        notes.append("each of our runs came right after a W1 run of the same system (W1 tokens/s, "
+                     "W4 tokens/s in w1_pairs)")
     return {"workload": name, "what": w["what"], "family": family, "prompts": count, "new_tokens": new_tokens,
-            "results": results, "notes": notes}
+            "results": results, "notes": notes, "w1_pairs": pairs}
 
 
 def fmt_ms(d, estimated=False):
@@ -234,9 +246,14 @@ def markdown(report):
         for system in OURS:
             a = next((r for r in w1["results"] if r["system"] == system), None)
             b = next((r for r in w4["results"] if r["system"] == system), None)
+            pairs = w4.get("w1_pairs", {}).get(system, [])
             if a and b:
                 out += (f"\n\nW4 / W1 ({LABELS[system]} tokens/s with 8 adapters vs none): "
                         f"{b['tokens_per_s'] / a['tokens_per_s']:.2f}")
+                if pairs:
+                    ratios = sorted(p[1] / p[0] for p in pairs)
+                    out += (f"; from W1 runs right before each W4 run: {ratios[(len(ratios) - 1) // 2]:.2f} "
+                            f"(median of {len(ratios)}, {ratios[0]:.2f}-{ratios[-1]:.2f})")
     for w in report["workloads"]:
         for n in w["notes"]:
             out += f"\n- {w['workload']}: {n}"
