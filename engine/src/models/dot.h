@@ -2,19 +2,33 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace lorascope::models {
+
+// A stored element as float: bfloat16 (its bits, as the KV cache stores them) is the high half of a
+// float32, so widening is exact.
+inline float widen(float x) { return x; }
+inline float widen(uint16_t bfloat16_bits) {
+    const uint32_t wide = static_cast<uint32_t>(bfloat16_bits) << 16;
+    float x;
+    std::memcpy(&x, &wide, sizeof x);
+    return x;
+}
 
 // Eight partial sums, which the compiler keeps in one vector register. Inline on purpose: callers
 // are target_clones functions (AVX2+FMA and the baseline ISA), and inlined into each clone it is
 // vectorised for that clone's instruction set; a call per dot product cost as much as the work.
-inline float dot(const float* a, const float* b, int64_t n) {
+// B is float or bfloat16 bits: the sums are the same either way, so a bfloat16 KV cache reads
+// exactly as a float32 cache holding the same (rounded) values.
+template <typename B>
+inline float dot(const float* a, const B* b, int64_t n) {
     float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; ++j) partial[j] += a[i + j] * b[i + j];
+        for (int j = 0; j < 8; ++j) partial[j] += a[i + j] * widen(b[i + j]);
     float sum = 0;
-    for (; i < n; ++i) sum += a[i] * b[i];
+    for (; i < n; ++i) sum += a[i] * widen(b[i]);
     for (float p : partial) sum += p;
     return sum;
 }

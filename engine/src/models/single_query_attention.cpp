@@ -4,9 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 #include "models/dot.h"
@@ -32,31 +30,6 @@ struct Operands {
     int64_t kblock = 0, vblock = 0;  // paged: strides between blocks of the pool
 };
 
-// A stored K/V element as float: bfloat16 is the high half of a float32, so widening is exact.
-inline float widen(float x) { return x; }
-inline float widen(uint16_t bits) {
-    const uint32_t wide = static_cast<uint32_t>(bits) << 16;
-    float x;
-    std::memcpy(&x, &wide, sizeof x);
-    return x;
-}
-
-// models::dot (eight partials by index mod 8, the tail, then the partials) with b widened: the
-// same sums as dot(a, b_as_float32), so a bfloat16 cache reads exactly as a float32 cache holding
-// the same (rounded) values.
-template <typename KV>
-inline float dot_kv(const float* a, const KV* b, int64_t n) {
-    if constexpr (std::is_same_v<KV, float>) return dot(a, b, n);
-    float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; ++j) partial[j] += a[i + j] * widen(b[i + j]);
-    float sum = 0;
-    for (; i < n; ++i) sum += a[i] * widen(b[i]);
-    for (float p : partial) sum += p;
-    return sum;
-}
-
 // Where (row b, head h)'s run of positions [j * block, (j + 1) * block) starts.
 template <typename KV>
 inline const KV* run_start(const KV* base, int64_t b, int64_t j, int64_t stride_block, const Operands& o) {
@@ -81,7 +54,7 @@ __attribute__((always_inline)) inline void attend_one_kv(const Operands& o, int6
         const int64_t count = std::min(o.block, n - l0);
         for (int64_t i = 0; i < count; ++i) {
             const int64_t l = l0 + i;
-            float s = dot_kv(q, kr + i * o.kl, o.D) * o.scale;
+            float s = dot(q, kr + i * o.kl, o.D) * o.scale;
             if (o.bias) s += o.bias[b * o.bb + h * o.bh + l * o.bl];
             scores[l] = s;
             max = std::max(max, s);
