@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -94,9 +95,10 @@ struct CpuMatmul::Impl {
     mutable std::mutex mutex;
     mutable std::unordered_map<int64_t, std::shared_ptr<const dnnl::matmul>> primitives;  // by row count
 
-    dnnl::matmul::primitive_desc describe(int64_t M) const {
+    // `weights`: the packed layout once it is chosen; before that, any (oneDNN picks).
+    dnnl::matmul::primitive_desc describe(int64_t M, const dnnl::memory::desc* weights_layout = nullptr) const {
         const dnnl::memory::desc src({M, K}, src_type, tag::ab);
-        const dnnl::memory::desc weights({K, N}, weight_type, tag::any);
+        const dnnl::memory::desc weights = weights_layout ? *weights_layout : dnnl::memory::desc({K, N}, weight_type, tag::any);
         const dnnl::memory::desc dst({M, N}, dst_type, tag::ab);
         if (kind != MatmulKind::Int8 && bias.defined()) {
             const dnnl::memory::desc b({1, N}, dt::f32, tag::ab);
@@ -107,15 +109,24 @@ struct CpuMatmul::Impl {
 
     // One primitive per row count, created on first use (~0.1 ms) and kept: decode steps repeat a
     // few row counts; prefill's varied counts are bounded by the cap.
+    // Every row count reads the one packed layout, chosen at 32 rows. Left to choose, oneDNN 2.6
+    // picks other layouts for other counts on CPUs with AMX (bfloat16 64 x 64 on a Xeon with
+    // amx_bf16: AMX's layout for 5-33 rows, AVX-512 BF16's for 1-4 and another for 64 and more);
+    // given the packed layout it runs a kernel that reads it (brg:avx512_core_bf16 for 1-4 rows,
+    // brg:avx512_core_amx_bf16 above), so no second copy of the weights is needed.
     std::shared_ptr<const dnnl::matmul> primitive(int64_t M) const {
         std::lock_guard<std::mutex> lock(mutex);
         auto it = primitives.find(M);
         if (it != primitives.end()) return it->second;
         if (primitives.size() >= 256) primitives.clear();
-        dnnl::matmul::primitive_desc pd = describe(M);
-        TORCH_CHECK(pd.weights_desc() == weights_md, "oneDNN chose a different weight layout for ", M,
-                    " rows than for the packed weight (", K, " x ", N, ")");
-        auto made = std::make_shared<const dnnl::matmul>(pd);
+        std::optional<dnnl::matmul::primitive_desc> pd;
+        try {
+            pd = describe(M, &weights_md);
+        } catch (const dnnl::error& e) {
+            TORCH_CHECK(false, "oneDNN has no ", matmul_kind_name(kind), " matmul for ", M, " rows over the packed ",
+                        K, " x ", N, " weight layout (", e.what(), ")");
+        }
+        auto made = std::make_shared<const dnnl::matmul>(*pd);
         primitives.emplace(M, made);
         return made;
     }
