@@ -1,9 +1,9 @@
 // Admission under max_batch_size and a token budget that counts padding; FCFS with bounded skips.
 #include <QtTest>
 
-#include "scheduler/admission.h"
+#include "batching/admission.h"
 
-using namespace lorascope::scheduler;
+using namespace lorascope::batching;
 
 class TestAdmission : public QObject {
     Q_OBJECT

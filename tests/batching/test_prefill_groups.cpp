@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "scheduler/prefill_groups.h"
+#include "batching/prefill_groups.h"
 
-using namespace lorascope::scheduler;
+using namespace lorascope::batching;
 
 namespace {
 

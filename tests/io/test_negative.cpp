@@ -167,22 +167,22 @@ private Q_SLOTS:
         const std::string pickle_dir = tmp_.path().toStdString() + "/pickle_only";
         write("pickle_only/config.json", kBloomConfig);
         write("pickle_only/pytorch_model.bin", "PK\x03\x04 not really a zip");
-        expect_error([&] { io::WeightStore::open(pickle_dir, config); }, ErrorKind::Unsafe,
+        expect_error([&] { weights::WeightStore::open(pickle_dir, config); }, ErrorKind::Unsafe,
                      {pickle_dir + "/pytorch_model.bin", "arbitrary code"}, "pickle refused");
-        io::WeightLoadOptions opt_in;
+        weights::WeightLoadOptions opt_in;
         opt_in.allow_pickle = true;
-        expect_error([&] { io::WeightStore::open(pickle_dir, config, opt_in); }, ErrorKind::Unsupported,
+        expect_error([&] { weights::WeightStore::open(pickle_dir, config, opt_in); }, ErrorKind::Unsupported,
                      {"not implemented"}, "pickle opt-in not implemented");
 
         const std::string empty_dir = tmp_.path().toStdString() + "/no_weights";
         write("no_weights/config.json", kBloomConfig);
-        expect_error([&] { io::WeightStore::open(empty_dir, config); }, ErrorKind::NotFound,
+        expect_error([&] { weights::WeightStore::open(empty_dir, config); }, ErrorKind::NotFound,
                      {empty_dir, "model.safetensors"}, "no weights");
 
         const std::string ok_dir = tmp_.path().toStdString() + "/ok";
         write("ok/model.safetensors",
               safetensors_bytes(R"({"transformer.h.0.mlp.dense_h_to_4h.weight": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", 8));
-        auto store = io::WeightStore::open(ok_dir, config);
+        auto store = weights::WeightStore::open(ok_dir, config);
         expect_error([&] { store->get("transformer.word_embeddings.weight"); }, ErrorKind::NotFound,
                      {ok_dir + "/model.safetensors", "transformer.word_embeddings.weight"}, "missing tensor");
         QVERIFY(store->contains("h.0.mlp.dense_h_to_4h.weight"));

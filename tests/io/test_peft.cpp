@@ -48,7 +48,7 @@ private Q_SLOTS:
                 QCOMPARE(t->a->shape, m.at("lora_A").at("shape").get<std::vector<int64_t>>());
                 QCOMPARE(t->b->shape, m.at("lora_B").at("shape").get<std::vector<int64_t>>());
                 for (const auto& [which, info] : {std::pair{"lora_A", t->a}, std::pair{"lora_B", t->b}}) {
-                    at::Tensor f = io::tensor_from_safetensors(*t->file, *info, at::kFloat, at::kCPU).contiguous();
+                    at::Tensor f = weights::tensor_from_safetensors(*t->file, *info, at::kFloat, at::kCPU).contiguous();
                     QVERIFY2(test::sha256_hex(f.data_ptr(), f.numel() * 4) == m.at(which).at("sha256_f32").get<std::string>(),
                              (where + " " + which + " bytes differ").c_str());
                     QVERIFY2(f.abs().sum().item<float>() > 0, (where + " " + which + " is zero").c_str());

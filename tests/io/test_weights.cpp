@@ -64,11 +64,11 @@ private Q_SLOTS:
             std::string native_dtype;
             for (const auto& [fname, t] : record.at("file_tensors").items())
                 if (t.contains("sha256_f32")) native_dtype = t.at("dtype").get<std::string>();
-            io::WeightLoadOptions as_f32;
-            io::WeightLoadOptions as_stored;
+            weights::WeightLoadOptions as_f32;
+            weights::WeightLoadOptions as_stored;
             as_stored.dtype = scalar_type_named(native_dtype);
-            auto store_f32 = io::WeightStore::open(dir, config, as_f32);
-            auto store_native = io::WeightStore::open(dir, config, as_stored);
+            auto store_f32 = weights::WeightStore::open(dir, config, as_f32);
+            auto store_native = weights::WeightStore::open(dir, config, as_stored);
 
             // Stored bytes, under the names the file uses.
             std::vector<std::string> file_names;
@@ -112,13 +112,13 @@ private Q_SLOTS:
 
     void tied_names_share_one_tensor() {
         const std::string dir = test::io_oracle_dir() + "/models/t5_f16";
-        auto store = io::WeightStore::open(dir, load_model_config(dir));  // converted to float32
+        auto store = weights::WeightStore::open(dir, load_model_config(dir));  // converted to float32
         const at::Tensor shared = store->get("shared.weight");
         QCOMPARE(store->get("lm_head.weight").data_ptr(), shared.data_ptr());
         QCOMPARE(store->get("encoder.embed_tokens.weight").data_ptr(), shared.data_ptr());
         // T5 v1.1 style (untied head): lm_head must come from the file, not from shared.
         const std::string gated = test::io_oracle_dir() + "/models/t5_gated_f32";
-        auto untied = io::WeightStore::open(gated, load_model_config(gated));
+        auto untied = weights::WeightStore::open(gated, load_model_config(gated));
         QVERIFY(untied->get("lm_head.weight").data_ptr() != untied->get("shared.weight").data_ptr());
     }
 
@@ -127,10 +127,10 @@ private Q_SLOTS:
         auto file = io::SafetensorsFile::open(path);
         for (const auto& info : file->tensors()) {
             bool zero_copy = false;
-            at::Tensor t = io::tensor_from_safetensors(*file, info, at::kFloat, at::kCPU, &zero_copy);
+            at::Tensor t = weights::tensor_from_safetensors(*file, info, at::kFloat, at::kCPU, &zero_copy);
             QVERIFY2(zero_copy, info.name.c_str());
             QCOMPARE(static_cast<const void*>(t.data_ptr()), static_cast<const void*>(file->data(info)));
-            at::Tensor h = io::tensor_from_safetensors(*file, info, at::kHalf, at::kCPU, &zero_copy);
+            at::Tensor h = weights::tensor_from_safetensors(*file, info, at::kHalf, at::kCPU, &zero_copy);
             QVERIFY(!zero_copy);
             QVERIFY(h.scalar_type() == at::kHalf);
         }
@@ -142,7 +142,7 @@ private Q_SLOTS:
         const std::string before = test::sha256_hex(test::read_file(file).data(), test::read_file(file).size());
         at::Tensor t;
         {
-            auto store = io::WeightStore::open(dir, load_model_config(dir));
+            auto store = weights::WeightStore::open(dir, load_model_config(dir));
             t = store->get("transformer.word_embeddings.weight");
         }
         const float first = t.data_ptr<float>()[0];
@@ -163,11 +163,11 @@ private Q_SLOTS:
             const io::TensorInfo& info = file->at(name);
             QCOMPARE(std::string(io::to_string(info.dtype)), t.at("dtype").get<std::string>());
             QCOMPARE(info.shape, t.at("shape").get<std::vector<int64_t>>());
-            const at::ScalarType stored = io::scalar_type_of(info.dtype);
-            const at::Tensor native = io::tensor_from_safetensors(*file, info, stored, at::kCPU);
+            const at::ScalarType stored = weights::scalar_type_of(info.dtype);
+            const at::Tensor native = weights::tensor_from_safetensors(*file, info, stored, at::kCPU);
             QVERIFY2(tensor_sha(native) == t.at("sha256_raw").get<std::string>(), name.c_str());
             if (t.contains("sha256_f32")) {
-                const at::Tensor f32 = io::tensor_from_safetensors(*file, info, at::kFloat, at::kCPU);
+                const at::Tensor f32 = weights::tensor_from_safetensors(*file, info, at::kFloat, at::kCPU);
                 QVERIFY2(tensor_sha(f32) == t.at("sha256_f32").get<std::string>(), name.c_str());
             }
         }

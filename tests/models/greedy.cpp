@@ -1,10 +1,10 @@
-#include "models/greedy.h"
+#include "greedy.h"
 
 #include <algorithm>
 
 #include "lorascope/error.h"
 
-namespace lorascope::models {
+namespace lorascope::test {
 
 GreedyOptions GreedyOptions::from_model(const Model& model) {
     GreedyOptions o;
@@ -67,4 +67,4 @@ std::vector<GreedyOutput> greedy_generate(const Model& model, const std::vector<
     return out;
 }
 
-}  // namespace lorascope::models
+}  // namespace lorascope::test

@@ -1,6 +1,6 @@
-// Greedy decoding of a static batch, stopping each row at eos the way Hugging Face's generate()
-// does (eos included in the output), with the generation config's forced BOS/EOS tokens.
-// The engine's continuous batching and full sampling controls build on the same Model calls.
+// A reference greedy decoder for the parity test: a static batch, each row stopping at eos the way
+// Hugging Face's generate() does (eos included in the output), with the generation config's forced
+// BOS/EOS tokens. It drives the Model calls directly, without the engine's batching and sampling.
 #pragma once
 
 #include <optional>
@@ -9,7 +9,11 @@
 
 #include "models/model.h"
 
-namespace lorascope::models {
+namespace lorascope::test {
+
+using models::LoraHook;
+using models::Model;
+using models::TokenBatch;
 
 struct GreedyRequest {
     std::vector<int64_t> prompt;      // encoder input (seq2seq) or prompt (decoder-only)
@@ -36,4 +40,4 @@ struct GreedyOptions {
 std::vector<GreedyOutput> greedy_generate(const Model& model, const std::vector<GreedyRequest>& requests,
                                           const GreedyOptions& options);
 
-}  // namespace lorascope::models
+}  // namespace lorascope::test

@@ -10,9 +10,9 @@
 
 #include "lorascope/runtime.h"
 #include "models/attention.h"
-#include "models/cpu_gemm.h"
+#include "ops/cpu_gemm.h"
 #include "models/layers.h"
-#include "models/single_query_attention.h"
+#include "ops/single_query_attention.h"
 
 using namespace lorascope;
 
@@ -62,9 +62,9 @@ private Q_SLOTS:
         at::Tensor x = at::randn(sizes);
         at::Tensor w = at::randn({out, sizes.back()}) * 0.1;
         at::Tensor b = bias ? at::randn({out}) : at::Tensor();
-        if (!models::cpu_gemm_applies(x, w)) QSKIP("this build or process runs CPU linears through ATen");
+        if (!ops::cpu_gemm_applies(x, w)) QSKIP("this build or process runs CPU linears through ATen");
         const at::Tensor expected = bias ? at::linear(x, w, b) : at::matmul(x, w.t());
-        const at::Tensor got = models::linear_cpu(x, w, b);
+        const at::Tensor got = ops::linear_cpu(x, w, b);
         QVERIFY(got.is_contiguous());
         QVERIFY2(close(got, expected), qPrintable(QString("max difference %1")
                                                       .arg(sizes[0] ? (got - expected).abs().max().item<double>() : 0.0)));
@@ -76,12 +76,12 @@ private Q_SLOTS:
         at::Tensor wide = at::randn({8, 1, 96});
         at::Tensor x = wide.narrow(-1, 32, 32);  // rows 96 floats apart
         at::Tensor w = at::randn({24, 32});
-        if (!models::cpu_gemm_applies(x, w)) QSKIP("this build or process runs CPU linears through ATen");
-        QVERIFY(close(models::linear_cpu(x, w, {}), at::matmul(x, w.t())));
+        if (!ops::cpu_gemm_applies(x, w)) QSKIP("this build or process runs CPU linears through ATen");
+        QVERIFY(close(ops::linear_cpu(x, w, {}), at::matmul(x, w.t())));
         at::Tensor every_other = at::randn({10, 32}).slice(0, 0, 10, 2);
-        QVERIFY(close(models::linear_cpu(every_other, w, {}), at::matmul(every_other, w.t())));
+        QVERIFY(close(ops::linear_cpu(every_other, w, {}), at::matmul(every_other, w.t())));
         at::Tensor transposed = at::randn({32, 6}).t();  // last dimension not contiguous
-        QVERIFY(close(models::linear_cpu(transposed, w, {}), at::matmul(transposed, w.t())));
+        QVERIFY(close(ops::linear_cpu(transposed, w, {}), at::matmul(transposed, w.t())));
     }
 
     void single_query_attention_skips_masked_keys() {
@@ -95,10 +95,10 @@ private Q_SLOTS:
         at::Tensor v = at::randn({B, H, L + 5, D}).narrow(2, 0, L);
         at::Tensor position = at::randn({1, H, 1, L});               // T5-like bias shared by all rows
         at::Tensor bias = position + length_mask(valid, L);
-        QVERIFY(models::single_query_attention_applies(q, k, v));
+        QVERIFY(ops::single_query_attention_applies(q, k, v));
 
-        const at::Tensor full = models::attend_single_query(q, k, v, bias, 0.5);
-        const at::Tensor trimmed = models::attend_single_query(q, k, v, bias, 0.5, &valid);
+        const at::Tensor full = ops::attend_single_query(q, k, v, bias, 0.5);
+        const at::Tensor trimmed = ops::attend_single_query(q, k, v, bias, 0.5, &valid);
         QVERIFY2(at::equal(full, trimmed), "skipping masked keys changed the result");
 
         // And both are attention: the generic formula on the same operands.
@@ -109,7 +109,7 @@ private Q_SLOTS:
         // What is behind a row's valid length never reaches the result.
         k.select(0, 1).narrow(1, 1, L - 1).fill_(std::numeric_limits<float>::quiet_NaN());
         v.select(0, 1).narrow(1, 1, L - 1).fill_(std::numeric_limits<float>::quiet_NaN());
-        const at::Tensor with_garbage = models::attend_single_query(q, k, v, bias, 0.5, &valid);
+        const at::Tensor with_garbage = ops::attend_single_query(q, k, v, bias, 0.5, &valid);
         QVERIFY(at::equal(with_garbage.select(0, 1), trimmed.select(0, 1)));
     }
 
@@ -126,10 +126,10 @@ private Q_SLOTS:
         at::Tensor v32 = at::randn({blocks, H, block, D}).to(at::kBFloat16).to(at::kFloat);
         const at::Tensor k16 = k32.to(at::kBFloat16), v16 = v32.to(at::kBFloat16);
         const at::Tensor bias = at::randn({1, H, 1, width * block});
-        QVERIFY(models::paged_single_query_applies(q, k16));
-        const at::Tensor from32 = models::attend_single_query_paged(q, k32, v32, table, width, block, valid,
+        QVERIFY(ops::paged_single_query_applies(q, k16));
+        const at::Tensor from32 = ops::attend_single_query_paged(q, k32, v32, table, width, block, valid,
                                                                     width * block, bias, 0.125);
-        const at::Tensor from16 = models::attend_single_query_paged(q, k16, v16, table, width, block, valid,
+        const at::Tensor from16 = ops::attend_single_query_paged(q, k16, v16, table, width, block, valid,
                                                                     width * block, bias, 0.125);
         QVERIFY2(at::equal(from32, from16), "a bfloat16 cache must read as the float32 cache of its values");
         // And it is attention over what was stored: far from a float32 cache of the unrounded
@@ -157,7 +157,7 @@ private Q_SLOTS:
         const std::vector<int64_t> one = {3};
         bool threw = false;
         try {
-            models::attend_single_query(q, k, v, {}, 1.0, &one);
+            ops::attend_single_query(q, k, v, {}, 1.0, &one);
         } catch (const c10::Error&) {
             threw = true;
         }

@@ -7,9 +7,9 @@
 #include <c10/core/InferenceMode.h>
 
 #include "lorascope/runtime.h"
-#include "models/greedy.h"
+#include "greedy.h"
 #include "models/model.h"
-#include "models/scoring.h"
+#include "models/score.h"
 #include "oracle_records.h"
 #include "test_env.h"
 
@@ -75,12 +75,12 @@ private Q_SLOTS:
 
         // 2. Greedy generation, one request at a time, as HF generate(max_new_tokens).
         const int64_t max_new = rec["max_new_tokens"].get<int64_t>();
-        const auto options = models::GreedyOptions::from_model(*model);
-        std::vector<models::GreedyRequest> all;
+        const auto options = test::GreedyOptions::from_model(*model);
+        std::vector<test::GreedyRequest> all;
         for (size_t p = 0; p < prompts.size(); ++p) {
-            models::GreedyRequest req{ids_of(prompts[p]), max_new};
+            test::GreedyRequest req{ids_of(prompts[p]), max_new};
             all.push_back(req);
-            const auto out = models::greedy_generate(*model, {req}, options);
+            const auto out = test::greedy_generate(*model, {req}, options);
             const auto expected = ids_of(rec["greedy"][p]);
             if (out[0].tokens != expected)
                 QFAIL(qPrintable(QString("%1 prompt %2: ours %3 HF %4").arg(variant).arg(p)
@@ -90,7 +90,7 @@ private Q_SLOTS:
         }
 
         // 3. The same prompts as one padded batch: exactly the single-request tokens.
-        const auto batched = models::greedy_generate(*model, all, options);
+        const auto batched = test::greedy_generate(*model, all, options);
         for (size_t p = 0; p < prompts.size(); ++p) {
             const auto expected = ids_of(rec["greedy"][p]);
             if (batched[p].tokens != expected)
@@ -100,7 +100,7 @@ private Q_SLOTS:
         // Keeping finished rows in the batch (no filter) must not change anything either.
         auto keep_rows = options;
         keep_rows.drop_finished_rows = false;
-        const auto unfiltered = models::greedy_generate(*model, all, keep_rows);
+        const auto unfiltered = test::greedy_generate(*model, all, keep_rows);
         for (size_t p = 0; p < prompts.size(); ++p) QVERIFY(unfiltered[p].tokens == batched[p].tokens);
 
         // 4. Losses for labelled targets.

@@ -1,4 +1,5 @@
-// PEFT LoRA adapter configuration (adapter_config.json), resolved the way PEFT 0.13 does.
+// PEFT LoRA adapters: their configuration (adapter_config.json), resolved the way PEFT 0.13 does,
+// and what an engine reports of one it has loaded.
 #pragma once
 
 #include <cstdint>
@@ -48,5 +49,18 @@ private:
 // peft_type, DoRA, modules_to_save, trained biases, layer replication).
 AdapterConfig parse_adapter_config(const std::string& json_text, const std::string& path_for_errors);
 AdapterConfig load_adapter_config(const std::string& adapter_dir);
+
+// An adapter as an engine holds it (Engine::load_adapter, Engine::adapters).
+struct AdapterInfo {
+    std::string name;
+    std::string path;
+    int64_t rank = 0;
+    double alpha = 0;
+    std::vector<std::string> targets;
+    int64_t parameters = 0;
+    int64_t bytes = 0;
+    bool loaded = false;               // resident (false after LRU eviction)
+    std::vector<std::string> warnings;
+};
 
 }  // namespace lorascope

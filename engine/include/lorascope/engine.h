@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "lorascope/adapter.h"
 #include "lorascope/config.h"
 #include "lorascope/params.h"
 
@@ -140,18 +141,6 @@ struct EngineOptions {
     // tensors is first read, with how many have been read of all the file holds (some, tied or
     // unused, may never be). Returning false stops the load: create throws Error(Cancelled).
     std::function<bool(int64_t tensors_read, int64_t tensors_total)> load_progress;
-};
-
-struct AdapterInfo {
-    std::string name;
-    std::string path;
-    int64_t rank = 0;
-    double alpha = 0;
-    std::vector<std::string> targets;
-    int64_t parameters = 0;
-    int64_t bytes = 0;
-    bool loaded = false;               // resident (false after LRU eviction)
-    std::vector<std::string> warnings;
 };
 
 class Engine {

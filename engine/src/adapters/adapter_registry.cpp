@@ -54,8 +54,8 @@ AdapterRegistry::~AdapterRegistry() = default;
 at::Tensor AdapterRegistry::base_weight(const std::string& module) const {
     std::lock_guard<std::mutex> lock(base_mutex_);
     if (!base_store_) {
-        io::WeightLoadOptions options;  // float32 on the CPU: only compared, never computed with
-        base_store_ = io::WeightStore::open(model_.directory(), model_.config(), options);
+        weights::WeightLoadOptions options;  // float32 on the CPU: only compared, never computed with
+        base_store_ = weights::WeightStore::open(model_.directory(), model_.config(), options);
     }
     return base_store_->get(module + ".weight");
 }

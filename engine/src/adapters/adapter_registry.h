@@ -99,7 +99,7 @@ private:
     bool shutting_down_ = false;
 
     mutable std::mutex base_mutex_;
-    mutable std::shared_ptr<io::WeightStore> base_store_;  // opened on first need (lm_head copies)
+    mutable std::shared_ptr<weights::WeightStore> base_store_;  // opened on first need (lm_head copies)
 };
 
 }  // namespace lorascope::adapters

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "models/dot.h"
+#include "ops/dot.h"
 
 namespace lorascope::adapters {
 
@@ -73,7 +73,7 @@ namespace {
 void plain(const float* A, const float* BT, int64_t r, int64_t in, int64_t out, const float* const* xs,
            float* const* ys, int64_t n, float* h) {
     for (int64_t k = 0; k < r; ++k)
-        for (int64_t i = 0; i < n; ++i) h[i * r + k] = models::dot(A + k * in, xs[i], in);
+        for (int64_t i = 0; i < n; ++i) h[i * r + k] = ops::dot(A + k * in, xs[i], in);
     for (int64_t k = 0; k < r; ++k) {
         const float* b = BT + k * out;
         for (int64_t i = 0; i < n; ++i) {

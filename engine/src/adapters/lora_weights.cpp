@@ -64,7 +64,7 @@ std::shared_ptr<const LoraWeights> LoraWeights::materialise(const io::PeftAdapte
         const io::LoraModuleTensors& m = *binding.tensors;
         if (m.base_weight) {
             // Compared in float32 on the CPU: the copy is only a consistency check.
-            at::Tensor stored = io::tensor_from_safetensors(*m.file, *m.base_weight, at::kFloat, at::kCPU);
+            at::Tensor stored = weights::tensor_from_safetensors(*m.file, *m.base_weight, at::kFloat, at::kCPU);
             at::Tensor mine = base_weight ? base_weight(m.module) : at::Tensor();
             if (!mine.defined())
                 throw Error(ErrorKind::Internal, st_path, "cannot read the loaded model's '" + m.module + ".weight' to compare");
@@ -76,8 +76,8 @@ std::shared_ptr<const LoraWeights> LoraWeights::materialise(const io::PeftAdapte
                                 ".weight'; PEFT would replace the model's weight with it (adapter saved from another base?)");
         }
         // A and B are converted once from the mapping, B with the scaling folded in.
-        at::Tensor a = io::tensor_from_safetensors(*m.file, *m.a, at::kFloat, at::kCPU);
-        at::Tensor b = io::tensor_from_safetensors(*m.file, *m.b, at::kFloat, at::kCPU);
+        at::Tensor a = weights::tensor_from_safetensors(*m.file, *m.a, at::kFloat, at::kCPU);
+        at::Tensor b = weights::tensor_from_safetensors(*m.file, *m.b, at::kFloat, at::kCPU);
         if (!at::isfinite(a).all().item<bool>() || !at::isfinite(b).all().item<bool>())
             throw Error(ErrorKind::Format, st_path, "module '" + m.module + "' has non-finite LoRA weights");
         SiteDelta d;

@@ -1,8 +1,8 @@
-#include "scheduler/admission.h"
+#include "batching/admission.h"
 
 #include <algorithm>
 
-namespace lorascope::scheduler {
+namespace lorascope::batching {
 
 BatchShape BatchShape::with(const Demand& d) const {
     BatchShape s = *this;
@@ -49,4 +49,4 @@ AdmissionResult admit(std::deque<Demand>& queue, const BatchShape& running, cons
     return result;
 }
 
-}  // namespace lorascope::scheduler
+}  // namespace lorascope::batching

@@ -9,12 +9,13 @@
 // reserved at admission), so a running batch never runs out of cache.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <climits>
 #include <deque>
 #include <vector>
 
-namespace lorascope::scheduler {
+namespace lorascope::batching {
 
 struct Demand {
     uint64_t id = 0;
@@ -53,4 +54,4 @@ AdmissionResult admit(std::deque<Demand>& queue, const BatchShape& running, cons
 // True when `d` alone can never be admitted under `limits`.
 bool never_fits(const Demand& d, const Limits& limits);
 
-}  // namespace lorascope::scheduler
+}  // namespace lorascope::batching

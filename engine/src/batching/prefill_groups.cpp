@@ -1,11 +1,11 @@
-#include "scheduler/prefill_groups.h"
+#include "batching/prefill_groups.h"
 
 #include <algorithm>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
 
-namespace lorascope::scheduler {
+namespace lorascope::batching {
 
 std::vector<std::vector<size_t>> prefill_groups(const std::vector<int64_t>& prompt_tokens,
                                                 const std::vector<int64_t>& rows, int64_t per_pass_tokens,
@@ -45,4 +45,4 @@ std::vector<std::vector<size_t>> prefill_groups(const std::vector<int64_t>& prom
     return passes;
 }
 
-}  // namespace lorascope::scheduler
+}  // namespace lorascope::batching

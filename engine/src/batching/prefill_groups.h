@@ -7,10 +7,11 @@
 // fairness and the step a request joins are unchanged; only the compute is.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
-namespace lorascope::scheduler {
+namespace lorascope::batching {
 
 // `per_pass_tokens`: what one extra pass costs, in prompt positions (reading the weights and the
 // LM head once more). Returns indices into `prompt_tokens` (of requests with `rows` rows each),
@@ -23,4 +24,4 @@ std::vector<std::vector<size_t>> prefill_groups(const std::vector<int64_t>& prom
                                                 const std::vector<int64_t>& rows, int64_t per_pass_tokens,
                                                 int64_t max_pass_positions = 0);
 
-}  // namespace lorascope::scheduler
+}  // namespace lorascope::batching

@@ -1,8 +1,8 @@
-#include "scheduler/prefill_plan.h"
+#include "batching/prefill_plan.h"
 
 #include <algorithm>
 
-namespace lorascope::scheduler {
+namespace lorascope::batching {
 
 PrefillPlan plan_prefill(const std::vector<int64_t>& remaining, bool chunked, int64_t chunk, int64_t budget) {
     PrefillPlan plan;
@@ -24,4 +24,4 @@ PrefillPlan plan_prefill(const std::vector<int64_t>& remaining, bool chunked, in
     return plan;
 }
 
-}  // namespace lorascope::scheduler
+}  // namespace lorascope::batching

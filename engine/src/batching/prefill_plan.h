@@ -9,10 +9,11 @@
 // plan (no overtaking: a long prompt is not starved by short ones behind it).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
-namespace lorascope::scheduler {
+namespace lorascope::batching {
 
 struct PrefillPiece {
     size_t index = 0;     // into the `remaining` vector
@@ -28,4 +29,4 @@ struct PrefillPlan {
 // remaining[i]: prompt tokens request i (in queue order) still needs. budget <= 0: no limit.
 PrefillPlan plan_prefill(const std::vector<int64_t>& remaining, bool chunked, int64_t chunk, int64_t budget);
 
-}  // namespace lorascope::scheduler
+}  // namespace lorascope::batching

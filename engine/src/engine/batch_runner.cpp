@@ -6,8 +6,8 @@
 #include "lorascope/error.h"
 #include "runtime/allocator_policy.h"
 #include "sampling/next_token_chooser.h"
-#include "scheduler/prefill_groups.h"
-#include "scheduler/prefill_plan.h"
+#include "batching/prefill_groups.h"
+#include "batching/prefill_plan.h"
 
 namespace lorascope::engine_detail {
 
@@ -63,8 +63,8 @@ void BatchRunner::add(std::unique_ptr<LiveRequest> request) {
     prefilling_.push_back(std::move(request));
 }
 
-scheduler::BatchShape BatchRunner::shape() const {
-    scheduler::BatchShape shape;
+batching::BatchShape BatchRunner::shape() const {
+    batching::BatchShape shape;
     for (const auto& r : running_) shape = shape.with(r->demand());
     for (const auto& r : prefilling_) shape = shape.with(r->demand());
     return shape;
@@ -125,7 +125,7 @@ void BatchRunner::prefill(StepStats& stats) {
     }
     // Chunks have one size whatever the neighbours (a request's numbers must not depend on whether
     // others were decoding); how many run per step is limited only while rows decode.
-    const auto plan = scheduler::plan_prefill(remaining, /*chunked=*/true, prefill_chunk_, step_budget());
+    const auto plan = batching::plan_prefill(remaining, /*chunked=*/true, prefill_chunk_, step_budget());
     stats.prefill_tokens_deferred += plan.deferred;
     if (plan.pieces.empty()) return;
     // Chunks of similar length share a pass, as encoder passes do (see start_encode_jobs).
@@ -134,7 +134,7 @@ void BatchRunner::prefill(StepStats& stats) {
         lengths.push_back(p.tokens);
         rows.push_back(1);  // beams fork after the prefill
     }
-    for (const auto& pass : scheduler::prefill_groups(lengths, rows, kPrefillPassTokens, kMaxPassPositions)) {
+    for (const auto& pass : batching::prefill_groups(lengths, rows, kPrefillPassTokens, kMaxPassPositions)) {
         std::vector<std::pair<LiveRequest*, int64_t>> pieces;
         for (size_t i : pass) pieces.emplace_back(prefilling_[plan.pieces[i].index].get(), plan.pieces[i].tokens);
         prefill_chunks(pieces, stats);
@@ -203,7 +203,7 @@ void BatchRunner::start_encode_jobs(int64_t budget_tokens) {
         rows.push_back(1);  // beams share their request's encoder memory
         tokens += n;
     }
-    for (const auto& pass : scheduler::prefill_groups(lengths, rows, kPrefillPassTokens, kMaxPassPositions)) {
+    for (const auto& pass : batching::prefill_groups(lengths, rows, kPrefillPassTokens, kMaxPassPositions)) {
         std::vector<LiveRequest*> members;
         for (size_t i : pass) members.push_back(picked[i]);
         try {

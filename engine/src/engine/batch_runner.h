@@ -16,7 +16,7 @@
 #include "lorascope/engine.h"
 #include "lorascope/tokenizer.h"
 #include "models/model.h"
-#include "scheduler/admission.h"
+#include "batching/admission.h"
 
 namespace lorascope::engine_detail {
 
@@ -29,7 +29,7 @@ public:
     // An admitted request (KV blocks reserved, adapter pinned): prefilled from the next step on.
     void add(std::unique_ptr<LiveRequest> request);
     bool empty() const { return running_.empty() && prefilling_.empty(); }
-    scheduler::BatchShape shape() const;
+    batching::BatchShape shape() const;
 
     // One step: prefill work under the budget, newcomers whose prompt is in the cache join, every
     // running row decodes one token, finished requests leave.

@@ -1,7 +1,7 @@
 // The background engine: one thread that owns the model, the waiting queue and the running batch.
 //
 // Each loop iteration takes what other threads handed over (engine/mailbox.h) and runs one step:
-//   1. admission at the step boundary (engine/scheduler.h): the row limit, the token budget and
+//   1. admission at the step boundary (engine/request_scheduler.h): the row limit, the token budget and
 //      the KV cache decide who joins; evicted adapters reload off this thread;
 //   2. prefill work under the per-step budget, newcomers join, every running row decodes one
 //      token, finished requests leave (engine/batch_runner.h);
@@ -21,7 +21,7 @@
 
 #include "adapters/adapter_registry.h"
 #include "engine/batch_runner.h"
-#include "engine/compute_choice.h"
+#include "runtime/compute_choice.h"
 #include "runtime/allocator_policy.h"
 #include "engine/emitter.h"
 #include "engine/live_request.h"
@@ -239,7 +239,8 @@ std::unique_ptr<Engine> Engine::create(const EngineOptions& options) {
     if (options.max_batch_tokens < 1)
         throw Error(ErrorKind::InvalidArgument, "max_batch_tokens must be at least 1");
     if (options.kv_cache_mb < 0) throw Error(ErrorKind::InvalidArgument, "kv_cache_mb must not be negative");
-    models::LoadOptions load = engine_detail::load_options(options.dtype, options.device, options.kv_cache_dtype);
+    models::LoadOptions load =
+        models::LoadOptions::from(runtime::choose_compute(options.dtype, options.device, options.kv_cache_dtype));
     if (load.device.is_cpu()) runtime::settle_cpu_allocator();
     load.progress = options.load_progress;
     auto model = util::run_on_scratch_thread([&] { return models::load_model(options.model_dir, load); });

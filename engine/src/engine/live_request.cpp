@@ -85,8 +85,8 @@ int64_t LiveRequest::kv_blocks_needed(bool encoder_decoder) const {
     return rows() * blocks(prompt + max_new_tokens);
 }
 
-scheduler::Demand LiveRequest::demand() const {
-    scheduler::Demand d;
+batching::Demand LiveRequest::demand() const {
+    batching::Demand d;
     d.id = id;
     d.rows = rows();
     d.prompt_tokens = static_cast<int64_t>(prompt_ids.size());

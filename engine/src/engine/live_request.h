@@ -18,7 +18,7 @@
 #include "sampling/logits_processor.h"
 #include "sampling/next_token_chooser.h"
 #include "sampling/stopping.h"
-#include "scheduler/admission.h"
+#include "batching/admission.h"
 
 namespace lorascope::models { class Model; }
 
@@ -83,7 +83,7 @@ struct LiveRequest {
     // submitting thread: the model and tokenizer are immutable.
     void prepare(const Request& request, const models::Model& model, const Tokenizer* tokenizer);
 
-    scheduler::Demand demand() const;
+    batching::Demand demand() const;
     // KV-cache blocks this request may occupy at most: its rows' self-attention positions (prompt
     // and new tokens for decoder-only models, new tokens for seq2seq) and its encoder memory.
     int64_t kv_blocks_needed(bool encoder_decoder) const;

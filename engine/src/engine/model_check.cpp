@@ -34,9 +34,9 @@ AdapterInfo AdapterValidator::validate(const std::string& name, const std::strin
 
 WeightLoadFacts load_all_weights(const std::string& model_dir, const ModelConfig& config) {
     const auto start = std::chrono::steady_clock::now();
-    io::WeightLoadOptions options;
+    weights::WeightLoadOptions options;
     options.dtype = at::kFloat;
-    auto store = io::WeightStore::open(model_dir, config, options);
+    auto store = weights::WeightStore::open(model_dir, config, options);
     std::vector<at::Tensor> kept;
     WeightLoadFacts facts;
     for (const auto& name : store->file_tensor_names()) {

@@ -1,4 +1,4 @@
-#include "engine/scheduler.h"
+#include "engine/request_scheduler.h"
 
 #include <algorithm>
 #include <set>
@@ -105,23 +105,23 @@ std::string RequestScheduler::rejection(const LiveRequest& r) const {
            " positions, more than the engine's max_batch_tokens (" + std::to_string(limits_.max_batch_tokens) + ") allows";
 }
 
-std::vector<std::unique_ptr<LiveRequest>> RequestScheduler::admit(const scheduler::BatchShape& running) {
+std::vector<std::unique_ptr<LiveRequest>> RequestScheduler::admit(const batching::BatchShape& running) {
     std::vector<std::unique_ptr<LiveRequest>> admitted;
     if (waiting_.empty()) return admitted;
     start_reloads();
-    scheduler::Limits limits = limits_;
+    batching::Limits limits = limits_;
     limits.kv_blocks_capacity = pool_.capacity();
     limits.kv_blocks_free = pool_.capacity() - pool_.reserved();
     limits_.kv_blocks_capacity = limits.kv_blocks_capacity;
 
-    std::deque<scheduler::Demand> demands;
+    std::deque<batching::Demand> demands;
     for (auto& w : waiting_) {
         if (!ready(*w)) continue;  // its adapter is being reloaded: the others go ahead
         auto d = w->demand();
         d.kv_blocks = w->kv_blocks_needed(model_.is_encoder_decoder());
         demands.push_back(d);
     }
-    const auto decision = scheduler::admit(demands, running, limits);
+    const auto decision = batching::admit(demands, running, limits);
     for (const auto& d : demands)  // admit() counts how often a request was passed over
         for (auto& w : waiting_)
             if (w->id == d.id) w->skipped = d.skipped;

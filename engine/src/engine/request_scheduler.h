@@ -15,7 +15,7 @@
 #include "engine/live_request.h"
 #include "lorascope/engine.h"
 #include "models/kv_pool.h"
-#include "scheduler/admission.h"
+#include "batching/admission.h"
 
 namespace lorascope::engine_detail {
 
@@ -41,7 +41,7 @@ public:
     void cancel(const std::function<bool(RequestId)>& wanted);
 
     // The requests that join now, in queue order: adapter pinned, KV blocks reserved.
-    std::vector<std::unique_ptr<LiveRequest>> admit(const scheduler::BatchShape& running);
+    std::vector<std::unique_ptr<LiveRequest>> admit(const batching::BatchShape& running);
 
 private:
     void start_reloads();
@@ -53,7 +53,7 @@ private:
     const models::Model& model_;
     adapters::AdapterRegistry& registry_;
     models::KvPool& pool_;
-    scheduler::Limits limits_;
+    batching::Limits limits_;
     std::deque<std::unique_ptr<LiveRequest>> waiting_;
     std::vector<std::thread> loaders_;
 };

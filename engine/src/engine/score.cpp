@@ -2,7 +2,7 @@
 
 #include <c10/core/InferenceMode.h>
 
-#include "engine/compute_choice.h"
+#include "runtime/compute_choice.h"
 #include "runtime/allocator_policy.h"
 
 #include <optional>
@@ -10,7 +10,7 @@
 #include "adapters/adapter_registry.h"
 #include "adapters/multi_lora_hook.h"
 #include "models/model.h"
-#include "models/scoring.h"
+#include "models/score.h"
 
 namespace lorascope {
 
@@ -51,7 +51,8 @@ std::unique_ptr<Scorer> Scorer::open(const std::string& model_dir, const std::st
     // Inference tensors, as the engine loads them: no autograd metadata on the weights.
     c10::InferenceMode inference;
     runtime::settle_cpu_allocator();
-    return std::make_unique<ModelScorer>(models::load_model(model_dir, engine_detail::load_options(dtype, "cpu", kv_cache_dtype)));
+    const auto load = models::LoadOptions::from(runtime::choose_compute(dtype, "cpu", kv_cache_dtype));
+    return std::make_unique<ModelScorer>(models::load_model(model_dir, load));
 }
 
 }  // namespace lorascope

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "models/kv_pool.h"
-#include "models/single_query_attention.h"
+#include "ops/single_query_attention.h"
 
 // scaled_dot_product_attention with an explicit `scale` exists from LibTorch 2.1 on; Debian's 1.13
 // has neither, so it keeps the matmul/softmax path below.
@@ -49,8 +49,8 @@ at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
     // A CPU float32 decoding step takes the single-query kernel on every LibTorch, so CPU decoding is
     // the same code whichever LibTorch the build found; SDPA covers the device, half precision, prefill.
-    if (T == 1 && single_query_attention_applies(q, k, v))
-        return attend_single_query(q, k, v, bias, score_scale, valid);
+    if (T == 1 && ops::single_query_attention_applies(q, k, v))
+        return ops::attend_single_query(q, k, v, bias, score_scale, valid);
 #if LORASCOPE_HAVE_SDPA
     if (sdpa_enabled()) {
         // Every position rule (T5 buckets, ALiBi, causal and padding masks) is already an additive bias,
@@ -99,8 +99,8 @@ at::Tensor SelfAttention::forward(const at::Tensor& x, const at::Tensor& bias, c
     // A decoding step on the CPU reads each row's keys in place through its block table, and only
     // its own [0, past + 1): the causal mask hides the rest, so the kernel need not read it.
     const at::Tensor& pool_k = step->pool->keys(layer);
-    if (T == 1 && paged_single_query_applies(q, pool_k)) {
-        return out_.forward(attend_single_query_paged(q, pool_k, step->pool->values(layer), step->self_table,
+    if (T == 1 && ops::paged_single_query_applies(q, pool_k)) {
+        return out_.forward(ops::attend_single_query_paged(q, pool_k, step->pool->values(layer), step->self_table,
                                                       step->self_width, step->pool->block_size(), step->visible,
                                                       step->key_length, bias, shape_.score_scale),
                             lora);
@@ -126,8 +126,8 @@ at::Tensor CrossAttention::forward(const at::Tensor& x, const PagedStep& step, i
     at::Tensor q = heads_view(q_.forward(x, lora), 0, shape_.heads, shape_.head_dim);
     if (shape_.query_scale != 1.0) q = q * shape_.query_scale;
     const at::Tensor& pool_k = step.pool->keys(layer);
-    if (q.size(2) == 1 && paged_single_query_applies(q, pool_k)) {
-        return out_.forward(attend_single_query_paged(q, pool_k, step.pool->values(layer), step.cross_table,
+    if (q.size(2) == 1 && ops::paged_single_query_applies(q, pool_k)) {
+        return out_.forward(ops::attend_single_query_paged(q, pool_k, step.pool->values(layer), step.cross_table,
                                                       step.cross_width, step.pool->block_size(), step.cross_lengths,
                                                       step.cross_length, at::Tensor(), shape_.score_scale),
                             lora);

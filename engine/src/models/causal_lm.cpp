@@ -9,7 +9,7 @@
 namespace lorascope::models {
 
 std::unique_ptr<CausalLM> CausalLM::load_bloom(const ModelConfig& config, const GenerationConfig& generation,
-                                               std::shared_ptr<io::WeightStore> store, at::TensorOptions options,
+                                               std::shared_ptr<weights::WeightStore> store, at::TensorOptions options,
                                               std::optional<ops::MatmulKind> packing) {
     const BloomConfig& c = config.bloom();
     std::unique_ptr<CausalLM> m(new CausalLM());

@@ -12,7 +12,7 @@ namespace lorascope::models {
 class CausalLM : public Model {
 public:
     static std::unique_ptr<CausalLM> load_bloom(const ModelConfig& config, const GenerationConfig& generation,
-                                                std::shared_ptr<io::WeightStore> store, at::TensorOptions options,
+                                                std::shared_ptr<weights::WeightStore> store, at::TensorOptions options,
                                               std::optional<ops::MatmulKind> packing = std::nullopt);
 
     DecodeState start(const TokenBatch& prompts, const LoraHook* lora = nullptr,

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "lorascope/error.h"
-#include "models/dot.h"
+#include "ops/dot.h"
 
 namespace lorascope::models {
 
@@ -18,7 +18,7 @@ namespace {
 // T5LayerNorm for one row in float32: x * rsqrt(mean(x^2) + eps) * weight.
 __attribute__((target_clones("avx2,fma", "default"))) void rms_norm_row(const float* x, const float* weight, float* out,
                                                                        int64_t d, float eps) {
-    const float sum = dot(x, x, d);
+    const float sum = ops::dot(x, x, d);
     const float scale = 1.0f / std::sqrt(sum / static_cast<float>(d) + eps);
     for (int64_t k = 0; k < d; ++k) out[k] = x[k] * scale * weight[k];
 }

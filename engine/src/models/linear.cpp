@@ -1,11 +1,11 @@
 #include "models/linear.h"
 
-#include "models/cpu_gemm.h"
+#include "ops/cpu_gemm.h"
 
 namespace lorascope::models {
 
 at::Tensor affine(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-    if (cpu_gemm_applies(x, weight)) return linear_cpu(x, weight, bias);
+    if (ops::cpu_gemm_applies(x, weight)) return ops::linear_cpu(x, weight, bias);
     return bias.defined() ? at::linear(x, weight, bias) : at::matmul(x, weight.t());
 }
 

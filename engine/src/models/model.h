@@ -15,6 +15,7 @@
 #include "lorascope/config.h"
 #include "models/kv_pool.h"
 #include "models/linear.h"
+#include "runtime/compute_choice.h"
 
 namespace lorascope::models {
 
@@ -29,6 +30,16 @@ struct LoadOptions {
     // The K/V cache's type when it differs from dtype (a bfloat16 cache under float32 attention).
     std::optional<at::ScalarType> kv_cache_dtype;
     std::function<bool(int64_t read, int64_t total)> progress;   // EngineOptions::load_progress
+
+    // What --dtype, --device and --kv-cache-dtype chose (runtime::choose_compute).
+    static LoadOptions from(const runtime::ComputeChoice& choice) {
+        LoadOptions o;
+        o.dtype = choice.dtype;
+        o.device = choice.device;
+        o.cpu_matmul = choice.cpu_matmul;
+        o.kv_cache_dtype = choice.kv_cache_dtype;
+        return o;
+    }
 };
 
 // Token ids of several rows, right-padded: row b is valid in [0, lengths[b]).

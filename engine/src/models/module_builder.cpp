@@ -18,7 +18,7 @@ std::string shape_text(at::IntArrayRef shape) {
 
 }  // namespace
 
-ModuleBuilder::ModuleBuilder(std::shared_ptr<io::WeightStore> store, std::vector<LinearSite>& sites,
+ModuleBuilder::ModuleBuilder(std::shared_ptr<weights::WeightStore> store, std::vector<LinearSite>& sites,
                              std::optional<ops::MatmulKind> packing)
     : store_(std::move(store)), sites_(sites), packing_(packing) {}
 

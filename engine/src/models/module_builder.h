@@ -20,7 +20,7 @@ class ModuleBuilder {
 public:
     // `packing`: how CPU linears are packed at load (ops/cpu_matmul.h); none keeps ATen's path.
     // Packed tensors are released from the store as they are packed (WeightStore::release).
-    ModuleBuilder(std::shared_ptr<io::WeightStore> store, std::vector<LinearSite>& sites,
+    ModuleBuilder(std::shared_ptr<weights::WeightStore> store, std::vector<LinearSite>& sites,
                   std::optional<ops::MatmulKind> packing = std::nullopt);
 
     // Throws lorascope::Error (Format) naming the file and tensor when the shape differs.
@@ -40,10 +40,10 @@ public:
     Norm layer_norm(const std::string& module, int64_t width, double eps) const;
     Norm rms_norm(const std::string& module, int64_t width, double eps) const;
 
-    const io::WeightStore& store() const { return *store_; }
+    const weights::WeightStore& store() const { return *store_; }
 
 private:
-    std::shared_ptr<io::WeightStore> store_;
+    std::shared_ptr<weights::WeightStore> store_;
     std::vector<LinearSite>& sites_;
     std::optional<ops::MatmulKind> packing_;
     std::map<const void*, std::shared_ptr<const ops::CpuMatmul>> packed_by_source_;  // by store source_id: tied weights

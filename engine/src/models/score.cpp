@@ -1,4 +1,4 @@
-#include "models/scoring.h"
+#include "models/score.h"
 
 #include "lorascope/error.h"
 

@@ -40,7 +40,7 @@ CrossAttention cross_attention(ModuleBuilder& b, const std::string& p, Attention
 }  // namespace
 
 std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_t5(const ModelConfig& config, const GenerationConfig& generation,
-                                              std::shared_ptr<io::WeightStore> store, at::TensorOptions options,
+                                              std::shared_ptr<weights::WeightStore> store, at::TensorOptions options,
                                               std::optional<ops::MatmulKind> packing) {
     const T5Config& c = config.t5();
     std::unique_ptr<Seq2SeqLM> m(new Seq2SeqLM());
@@ -94,7 +94,7 @@ std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_t5(const ModelConfig& config, const G
 }
 
 std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_bart(const ModelConfig& config, const GenerationConfig& generation,
-                                                std::shared_ptr<io::WeightStore> store, at::TensorOptions options,
+                                                std::shared_ptr<weights::WeightStore> store, at::TensorOptions options,
                                               std::optional<ops::MatmulKind> packing) {
     const BartConfig& c = config.bart();
     std::unique_ptr<Seq2SeqLM> m(new Seq2SeqLM());

@@ -13,10 +13,10 @@ namespace lorascope::models {
 class Seq2SeqLM : public Model {
 public:
     static std::unique_ptr<Seq2SeqLM> load_t5(const ModelConfig& config, const GenerationConfig& generation,
-                                              std::shared_ptr<io::WeightStore> store, at::TensorOptions options,
+                                              std::shared_ptr<weights::WeightStore> store, at::TensorOptions options,
                                               std::optional<ops::MatmulKind> packing = std::nullopt);
     static std::unique_ptr<Seq2SeqLM> load_bart(const ModelConfig& config, const GenerationConfig& generation,
-                                                std::shared_ptr<io::WeightStore> store, at::TensorOptions options,
+                                                std::shared_ptr<weights::WeightStore> store, at::TensorOptions options,
                                               std::optional<ops::MatmulKind> packing = std::nullopt);
 
     DecodeState start(const TokenBatch& prompts, const LoraHook* lora = nullptr,

@@ -1,4 +1,4 @@
-#include "models/cpu_gemm.h"
+#include "ops/cpu_gemm.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include <dnnl.h>
 #endif
 
-namespace lorascope::models {
+namespace lorascope::ops {
 
 namespace {
 
@@ -74,4 +74,4 @@ at::Tensor linear_cpu(const at::Tensor& x, const at::Tensor& weight, const at::T
 #endif
 }
 
-}  // namespace lorascope::models
+}  // namespace lorascope::ops

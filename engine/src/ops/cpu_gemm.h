@@ -9,7 +9,7 @@
 
 #include <ATen/ATen.h>
 
-namespace lorascope::models {
+namespace lorascope::ops {
 
 // True when linear_cpu below may be used: a CPU float32 input and weight, a build with oneDNN,
 // and LORASCOPE_CPU_GEMM not set to "torch" (the switch exists for A/B measurements).
@@ -26,4 +26,4 @@ const char* cpu_gemm_backend();
 // (oneDNN's sgemm or ATen) instead of being packed at load (ops/cpu_matmul.h), for A/B runs.
 bool cpu_packing_disabled();
 
-}  // namespace lorascope::models
+}  // namespace lorascope::ops

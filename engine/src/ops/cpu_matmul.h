@@ -1,7 +1,7 @@
 // y = x W^T (+ b) on the CPU with the weight packed once, at load, in oneDNN's preferred layout,
 // in float32, bfloat16 or int8.
 //
-// Why packed: oneDNN's sgemm (models/cpu_gemm.h) re-packs W on every call. On this machine kind
+// Why packed: oneDNN's sgemm (ops/cpu_gemm.h) re-packs W on every call. On this machine kind
 // (AMD EPYC, AVX-512, 2 threads) a t5-small decode product at 32 rows, [32, 512] x [512, 2048],
 // took 485 us through sgemm and 141 us through a matmul primitive over the pre-packed weight;
 // the int8 product (u8 x s8 -> s32, VNNI brgemm) took 34 us and bfloat16 70 us (/tmp microbench,

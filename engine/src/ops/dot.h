@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace lorascope::models {
+namespace lorascope::ops {
 
 // A stored element as float: bfloat16 (its bits, as the KV cache stores them) is the high half of a
 // float32, so widening is exact.
@@ -33,4 +33,4 @@ inline float dot(const float* a, const B* b, int64_t n) {
     return sum;
 }
 
-}  // namespace lorascope::models
+}  // namespace lorascope::ops

@@ -1,4 +1,4 @@
-#include "models/single_query_attention.h"
+#include "ops/single_query_attention.h"
 
 #include <ATen/Parallel.h>
 
@@ -7,9 +7,9 @@
 #include <limits>
 #include <vector>
 
-#include "models/dot.h"
+#include "ops/dot.h"
 
-namespace lorascope::models {
+namespace lorascope::ops {
 
 namespace {
 
@@ -177,4 +177,4 @@ at::Tensor attend_single_query_paged(const at::Tensor& q, const at::Tensor& pool
     return run(o, q, bias, B, &valid);
 }
 
-}  // namespace lorascope::models
+}  // namespace lorascope::ops

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace lorascope::models {
+namespace lorascope::ops {
 
 // True when attend_single_query() handles these operands: CPU float32, one query position, and
 // each head's D values contiguous in q, k and v.
@@ -39,4 +39,4 @@ at::Tensor attend_single_query_paged(const at::Tensor& q, const at::Tensor& pool
                                      const std::vector<int64_t>& valid, int64_t L, const at::Tensor& bias,
                                      double score_scale);
 
-}  // namespace lorascope::models
+}  // namespace lorascope::ops

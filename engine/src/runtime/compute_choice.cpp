@@ -1,39 +1,39 @@
-#include "engine/compute_choice.h"
+#include "runtime/compute_choice.h"
 
 #include <ATen/ATen.h>
 
 #include <optional>
 
 #include "lorascope/error.h"
-#include "models/cpu_gemm.h"
+#include "ops/cpu_gemm.h"
 #include "ops/cpu_matmul.h"
 
-namespace lorascope::engine_detail {
+namespace lorascope::runtime {
 
 namespace {
 
 // What --dtype means on each device. On the CPU, float32, bfloat16 and int8 name the type of the
 // linears' packed weights and products (ops/cpu_matmul.h); everything else runs in float32.
 // Elsewhere the whole model is converted to the dtype, as before (int8 is CPU-only).
-struct ComputeChoice {
+struct ProductChoice {
     at::ScalarType dtype = at::kFloat;
     std::optional<ops::MatmulKind> cpu_matmul;
 };
 
-ComputeChoice parse_compute(const std::string& name, const at::Device& device) {
+ProductChoice parse_compute(const std::string& name, const at::Device& device) {
     auto packed = [&](ops::MatmulKind kind) {
         std::string why;
         if (!ops::cpu_matmul_available(kind, &why))
             throw Error(ErrorKind::Unsupported, "dtype '" + name + "' on the CPU: " + why);
-        return ComputeChoice{at::kFloat, kind};
+        return ProductChoice{at::kFloat, kind};
     };
     const bool cpu = device.is_cpu();
     if (name == "float32" || name == "fp32") {
-        if (!cpu || models::cpu_packing_disabled() || !ops::cpu_matmul_available(ops::MatmulKind::Float32)) return {at::kFloat, std::nullopt};
+        if (!cpu || ops::cpu_packing_disabled() || !ops::cpu_matmul_available(ops::MatmulKind::Float32)) return {at::kFloat, std::nullopt};
         return packed(ops::MatmulKind::Float32);
     }
     if (name == "float16" || name == "fp16") return {at::kHalf, std::nullopt};
-    if (name == "bfloat16" || name == "bf16") return cpu ? packed(ops::MatmulKind::Bfloat16) : ComputeChoice{at::kBFloat16, {}};
+    if (name == "bfloat16" || name == "bf16") return cpu ? packed(ops::MatmulKind::Bfloat16) : ProductChoice{at::kBFloat16, {}};
     if (name == "int8") {
         if (!cpu)
             throw Error(ErrorKind::Unsupported,
@@ -58,7 +58,7 @@ at::Device parse_device(const std::string& name) {
 // int8 user has chosen speed and memory over HF-exact numbers already; the float32 cache was then
 // a third of W3's peak memory and half of what a decoding step's attention reads (W3 int8: 818 MiB
 // peak, of which 288 MiB cache). float32 keeps the cache, and HF parity, exact.
-std::optional<at::ScalarType> parse_cache(const std::string& name, const ComputeChoice& compute,
+std::optional<at::ScalarType> parse_cache(const std::string& name, const ProductChoice& compute,
                                           const at::Device& device) {
     if (name == "auto" || name.empty()) {
         if (!compute.cpu_matmul) return std::nullopt;  // the model's type
@@ -82,14 +82,14 @@ at::ScalarType auto_cpu_cache_dtype(ops::MatmulKind kind) {
     return kind == ops::MatmulKind::Float32 ? at::kFloat : at::kBFloat16;
 }
 
-models::LoadOptions load_options(const std::string& dtype, const std::string& device, const std::string& kv_cache_dtype) {
-    models::LoadOptions load;
-    load.device = parse_device(device);
-    const ComputeChoice compute = parse_compute(dtype, load.device);
-    load.dtype = compute.dtype;
-    load.cpu_matmul = compute.cpu_matmul;
-    load.kv_cache_dtype = parse_cache(kv_cache_dtype, compute, load.device);
-    return load;
+ComputeChoice choose_compute(const std::string& dtype, const std::string& device, const std::string& kv_cache_dtype) {
+    ComputeChoice choice;
+    choice.device = parse_device(device);
+    const ProductChoice products = parse_compute(dtype, choice.device);
+    choice.dtype = products.dtype;
+    choice.cpu_matmul = products.cpu_matmul;
+    choice.kv_cache_dtype = parse_cache(kv_cache_dtype, products, choice.device);
+    return choice;
 }
 
-}  // namespace lorascope::engine_detail
+}  // namespace lorascope::runtime

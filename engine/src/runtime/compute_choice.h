@@ -1,12 +1,25 @@
-// What --dtype and --device mean when a model is loaded, shared by the Engine and the Scorer so that
-// generation and scoring run the same products.
+// What --dtype, --device and --kv-cache-dtype mean when a model is loaded, shared by the Engine and
+// the Scorer so that generation and scoring run the same products.
 #pragma once
 
+#include <ATen/ATen.h>
+
+#include <optional>
 #include <string>
 
-#include "models/model.h"
+#include "ops/cpu_matmul.h"
 
-namespace lorascope::engine_detail {
+namespace lorascope::runtime {
+
+struct ComputeChoice {
+    at::Device device = at::kCPU;
+    at::ScalarType dtype = at::kFloat;             // of the tensors and activations
+    std::optional<ops::MatmulKind> cpu_matmul;     // CPU: the packed linears' type; none: ATen's path
+    std::optional<at::ScalarType> kv_cache_dtype;  // none: dtype
+};
+
+// What kv_cache_dtype "auto" stores under CPU products of this kind.
+at::ScalarType auto_cpu_cache_dtype(ops::MatmulKind kind);
 
 // On the CPU, "float32", "bfloat16" and "int8" name the type of the linears' packed weights and
 // products (ops/cpu_matmul.h) while norms, attention and the residual stream run in float32;
@@ -15,10 +28,7 @@ namespace lorascope::engine_detail {
 // "float32", "bfloat16" or, on CUDA, "float16".
 // Throws lorascope::Error: InvalidArgument for an unknown name, Unsupported (with the reason) for a
 // type this build or CPU cannot run.
-// What kv_cache_dtype "auto" stores under CPU products of this kind.
-at::ScalarType auto_cpu_cache_dtype(ops::MatmulKind kind);
+ComputeChoice choose_compute(const std::string& dtype, const std::string& device,
+                             const std::string& kv_cache_dtype = "auto");
 
-models::LoadOptions load_options(const std::string& dtype, const std::string& device,
-                                 const std::string& kv_cache_dtype = "auto");
-
-}  // namespace lorascope::engine_detail
+}  // namespace lorascope::runtime

@@ -1,7 +1,7 @@
 #include "lorascope/runtime.h"
 
-#include "engine/compute_choice.h"
-#include "models/cpu_gemm.h"
+#include "runtime/compute_choice.h"
+#include "ops/cpu_gemm.h"
 #include "ops/cpu_matmul.h"
 
 #include <ATen/ATen.h>
@@ -24,8 +24,8 @@ RuntimeInfo runtime_info() {
     // Through ATen's hooks, so that a CPU-only LibTorch (Debian's) answers 0 without CUDA headers.
     info.cuda_device_count = info.cuda_available ? at::detail::getCUDAHooks().getNumGPUs() : 0;
     info.parallel_info = at::get_parallel_info();
-    info.cpu_gemm = !models::cpu_packing_disabled() && ops::cpu_matmul_available(ops::MatmulKind::Float32) ? "onednn-packed"
-                                                                                     : models::cpu_gemm_backend();
+    info.cpu_gemm = !ops::cpu_packing_disabled() && ops::cpu_matmul_available(ops::MatmulKind::Float32) ? "onednn-packed"
+                                                                                     : ops::cpu_gemm_backend();
     return info;
 }
 
@@ -47,7 +47,7 @@ std::vector<ComputeType> cpu_compute_types() {
         std::string why;
         t.available = ops::cpu_matmul_available(k.kind, &why);
         t.detail = t.available ? k.what : why;
-        t.kv_cache = engine_detail::auto_cpu_cache_dtype(k.kind) == at::kBFloat16 ? "bfloat16" : "float32";
+        t.kv_cache = runtime::auto_cpu_cache_dtype(k.kind) == at::kBFloat16 ? "bfloat16" : "float32";
         if (k.kind == ops::MatmulKind::Float32 && !t.available) {
             t.available = true;  // float32 always runs, unpacked
             t.detail = "float32 through ATen (" + why + ")";

@@ -5,7 +5,13 @@
 
 #include <cstring>
 
-namespace lorascope::io {
+namespace lorascope::weights {
+
+using io::DType;
+using io::MappedFile;
+using io::SafetensorsFile;
+using io::TensorInfo;
+using io::dtype_size;
 
 // Gives the page cache back for a converted tensor's source bytes: only whole pages strictly
 // inside the tensor's range, which no other tensor (and so no zero-copy view) shares.
@@ -60,4 +66,4 @@ at::Tensor tensor_from_safetensors(const SafetensorsFile& file, const TensorInfo
     return result;
 }
 
-}  // namespace lorascope::io
+}  // namespace lorascope::weights

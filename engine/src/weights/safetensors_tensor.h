@@ -5,9 +5,9 @@
 
 #include "io/safetensors.h"
 
-namespace lorascope::io {
+namespace lorascope::weights {
 
-at::ScalarType scalar_type_of(DType dtype);
+at::ScalarType scalar_type_of(io::DType dtype);
 
 // The tensor `info` of `file` with floating dtypes converted to `floating_dtype` on `device`
 // (integer and bool tensors keep their dtype). When nothing needs converting or moving and the
@@ -20,8 +20,8 @@ at::ScalarType scalar_type_of(DType dtype);
 // (MADV_DONTNEED): they leave this process's RSS and are read from the file again if touched.
 void release_source_pages(uint8_t* begin, size_t nbytes);
 
-at::Tensor tensor_from_safetensors(const SafetensorsFile& file, const TensorInfo& info,
+at::Tensor tensor_from_safetensors(const io::SafetensorsFile& file, const io::TensorInfo& info,
                                    at::ScalarType floating_dtype, at::Device device,
                                    bool* zero_copy = nullptr, bool release_source = false);
 
-}  // namespace lorascope::io
+}  // namespace lorascope::weights

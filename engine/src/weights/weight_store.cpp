@@ -12,7 +12,9 @@
 #include "weights/safetensors_tensor.h"
 #include "lorascope/error.h"
 
-namespace lorascope::io {
+namespace lorascope::weights {
+
+using io::SafetensorsCheckpoint;
 namespace {
 
 bool starts_with(const std::string& s, const std::string& prefix) {
@@ -177,16 +179,16 @@ private:
     WeightLoadOptions options_;
     std::vector<std::string> tied_;
     mutable std::mutex mutex_;
-    mutable std::unordered_map<const TensorInfo*, at::Tensor> converted_;
-    mutable std::unordered_set<const TensorInfo*> read_;   // for progress
+    mutable std::unordered_map<const io::TensorInfo*, at::Tensor> converted_;
+    mutable std::unordered_set<const io::TensorInfo*> read_;   // for progress
 };
 
 }  // namespace
 
 std::shared_ptr<WeightStore> WeightStore::open(const std::string& dir, const ModelConfig& config,
                                                const WeightLoadOptions& options) {
-    auto ckpt = open_model_checkpoint(dir, options.allow_pickle);
+    auto ckpt = io::open_model_checkpoint(dir, options.allow_pickle);
     return std::make_shared<SafetensorsWeightStore>(dir, std::move(ckpt), config, options);
 }
 
-}  // namespace lorascope::io
+}  // namespace lorascope::weights

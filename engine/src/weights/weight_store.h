@@ -12,7 +12,7 @@
 
 #include "lorascope/config.h"
 
-namespace lorascope::io {
+namespace lorascope::weights {
 
 struct WeightLoadOptions {
     // Every floating tensor is converted to this once, at load, except where Hugging Face keeps a
@@ -58,4 +58,4 @@ public:
     virtual const std::string& directory() const = 0;
 };
 
-}  // namespace lorascope::io
+}  // namespace lorascope::weights
