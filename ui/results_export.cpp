@@ -6,36 +6,46 @@
 #include <QJsonObject>
 #include <QSaveFile>
 
+#include "lorascope/finish_json.h"
+
 namespace lorascope::ui {
+
+namespace {
+
+// What the engine would have said of the request when it finished, from what the window holds.
+FinishEvent finishEventOf(const RequestRecord& r) {
+    FinishEvent e;
+    e.client_id = r.client_id.toStdString();
+    e.reason = finish_reason_from_string(r.finish_reason.toStdString()).value_or(FinishReason::Error);
+    e.text = r.text.toStdString();
+    e.error = r.error.toStdString();
+    for (const auto& t : r.tokens) {
+        e.token_ids.push_back(t.token_id);
+        e.logprobs.push_back(t.logprob);
+    }
+    e.sequences = r.sequences;
+    if (r.have_usage) e.usage = r.usage;
+    e.usage.generated_tokens = r.generatedTokens();
+    if (r.ttftMs() >= 0) e.usage.time_to_first_token_ms = r.ttftMs();
+    return e;
+}
+
+}  // namespace
 
 QByteArray resultsToJsonLines(const std::vector<RequestRecord>& records) {
     QByteArray out;
     for (const auto& r : records) {
-        QJsonObject o;
-        o.insert(QStringLiteral("id"), r.client_id);
+        // The CLI's line (lorascope/finish_json.h), plus what only the window knows.
+        QJsonObject o = QJsonDocument::fromJson(QByteArray::fromStdString(finish_to_json(finishEventOf(r)))).object();
+        if (!r.finished()) o.insert(QStringLiteral("finish_reason"), QJsonValue());
+        if (!r.have_usage) {
+            for (const char* unknown : {"prompt_tokens", "queue_ms", "total_ms"}) o.insert(QLatin1String(unknown), QJsonValue());
+        }
+        if (r.ttftMs() < 0) o.insert(QStringLiteral("time_to_first_token_ms"), QJsonValue());
         o.insert(QStringLiteral("adapter"), r.adapter.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(r.adapter));
         o.insert(QStringLiteral("prompt"), r.prompt);
         o.insert(QStringLiteral("status"), statusLabel(r.status));
-        o.insert(QStringLiteral("text"), r.text);
-        o.insert(QStringLiteral("finish_reason"), r.finish_reason.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(r.finish_reason));
-        if (!r.error.isEmpty()) o.insert(QStringLiteral("error"), r.error);
-        QJsonArray ids, logprobs;
-        for (const auto& t : r.tokens) {
-            ids.append(qint64(t.token_id));
-            logprobs.append(double(t.logprob));
-        }
-        o.insert(QStringLiteral("token_ids"), ids);
-        o.insert(QStringLiteral("logprobs"), logprobs);
-        QJsonObject usage;
-        usage.insert(QStringLiteral("prompt_tokens"), r.have_usage ? QJsonValue(qint64(r.usage.prompt_tokens)) : QJsonValue());
-        usage.insert(QStringLiteral("generated_tokens"), qint64(r.generatedTokens()));
-        if (r.have_usage) {
-            usage.insert(QStringLiteral("queue_ms"), r.usage.queue_ms);
-            usage.insert(QStringLiteral("total_ms"), r.usage.total_ms);
-        }
-        if (r.ttftMs() >= 0) usage.insert(QStringLiteral("time_to_first_token_ms"), r.ttftMs());
-        usage.insert(QStringLiteral("tokens_per_second"), r.tokensPerSecond());
-        o.insert(QStringLiteral("usage"), usage);
+        o.insert(QStringLiteral("tokens_per_second"), r.tokensPerSecond());
         out += QJsonDocument(o).toJson(QJsonDocument::Compact);
         out += '\n';
     }

@@ -1,4 +1,6 @@
-// Request results as JSON Lines (one object per request, the CLI's field names) and Markdown.
+// Request results as JSON Lines and Markdown. Each JSON line is the one `lorascope-cli generate`
+// writes (lorascope/finish_json.h, so finish_from_json reads it back) plus the window's own fields:
+// "adapter", "prompt", "status" and "tokens_per_second"; figures not known yet are null.
 #pragma once
 
 #include <QByteArray>

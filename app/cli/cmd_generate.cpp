@@ -16,6 +16,7 @@
 #include "request_json.h"
 #include "lorascope/engine.h"
 #include "lorascope/error.h"
+#include "lorascope/finish_json.h"
 #include "lorascope/params.h"
 
 namespace lorascope::cli {
@@ -34,6 +35,7 @@ const char* const kUsage =
     "          do_sample, temperature, top_k, top_p, typical_p, min_p, repetition_penalty, no_repeat_ngram_size,\n"
     "          num_beams, num_return_sequences, length_penalty, early_stopping, stop, seed, ignore_eos, logprobs}}\n"
     "  output: JSON Lines {\"id\", \"text\", \"token_ids\", \"finish_reason\", \"prompt_tokens\", \"generated_tokens\",\n"
+    "          \"queue_ms\", \"time_to_first_token_ms\", \"total_ms\",\n"
     "          \"stop_sequence\" (finish_reason stop: the one that matched), \"logprobs\" (when asked), \"sequences\" (num_return_sequences > 1: [{\"text\", \"token_ids\", \"score\" (beams)}],\n"
     "          best first, the first being text/token_ids), \"error\" (when the request failed)}, in completion order\n"
     "  --stats FILE: one JSON line per engine step\n"
@@ -47,6 +49,8 @@ const char* const kUsage =
     "  --demo: the trained demo pack's model (default t5) with all its adapters; without --input, each example\n"
     "          prompt is decoded under the base model and every adapter in one batch (ids \"exN/<target>\")\n";
 
+const FinishJsonOptions kIdsAsJson{true};
+
 // Writes each finished request as one line; called on the engine thread.
 class OutputSink : public RequestSink {
 public:
@@ -55,37 +59,22 @@ public:
     void on_token(const TokenEvent&) override {}
     void on_finish(const FinishEvent& e) override {
         std::lock_guard<std::mutex> lock(mutex_);
-        json line = {{"id", client_id_of(e.client_id)},
-                     {"text", e.text},
-                     {"token_ids", e.token_ids},
-                     {"finish_reason", to_string(e.reason)},
-                     {"prompt_tokens", e.usage.prompt_tokens},
-                     {"generated_tokens", e.usage.generated_tokens}};
-        if (e.reason == FinishReason::Stop) line["stop_sequence"] = e.stop_sequence;
-        if (!e.logprobs.empty()) line["logprobs"] = e.logprobs;
-        if (!e.sequences.empty()) {
-            json sequences = json::array();
-            for (const auto& s : e.sequences) {
-                json one = {{"text", s.text}, {"token_ids", s.token_ids}};
-                if (s.score) one["score"] = *s.score;
-                sequences.push_back(std::move(one));
-            }
-            line["sequences"] = std::move(sequences);
-        }
-        if (!e.error.empty()) line["error"] = e.error;
-        writer_.write(line);
+        writer_.write_line(finish_to_json(e, kIdsAsJson));
         ++finished_;
         done_.notify_all();
     }
     // Requests that never reached the engine.
     void write_error(const json& client_id, const std::string& message) {
+        FinishEvent failed;
+        failed.reason = FinishReason::Error;
+        failed.error = message;
+        failed.client_id = client_id_for(client_id);
         std::lock_guard<std::mutex> lock(mutex_);
-        writer_.write({{"id", client_id}, {"finish_reason", "error"}, {"error", message}});
+        writer_.write_line(finish_to_json(failed, kIdsAsJson));
     }
     // The engine echoes Request::client_id; this sink sets it to the id's JSON text, so that an
     // id keeps its JSON type (7 and "7" stay apart) and no map of ids grows with the input.
     static std::string client_id_for(const json& id) { return id.dump(); }
-    static json client_id_of(const std::string& text) { return json::parse(text, nullptr, false); }
     void wait(size_t count) {
         std::unique_lock<std::mutex> lock(mutex_);
         done_.wait(lock, [&] { return finished_ >= count; });

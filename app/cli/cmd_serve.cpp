@@ -135,10 +135,7 @@ int cmd_serve(int argc, char** argv) {
     model.generation_config = engine->generation_config();
     const ModelConfig& config = engine->model_config();
     model.encoder_decoder = config.is_encoder_decoder();
-    if (config.family == Family::T5) model.decoder_start_token_id = config.t5().decoder_start_token_id;
-    if (config.family == Family::Bart) model.decoder_start_token_id = config.bart().decoder_start_token_id;
-    if (model.generation_config.decoder_start_token_id && model.encoder_decoder)
-        model.decoder_start_token_id = model.generation_config.decoder_start_token_id;
+    model.decoder_start_token_id = decoder_start_token_id(config, model.generation_config);
 
     json adapters = json::array();
     for (const auto& a : engine->adapters())

@@ -67,7 +67,11 @@ JsonLineWriter::~JsonLineWriter() {
 }
 
 void JsonLineWriter::write(const nlohmann::json& object) {
-    const std::string text = object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    write_line(object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+void JsonLineWriter::write_line(const std::string& json_text) {
+    const std::string text = json_text + "\n";
     std::fwrite(text.data(), 1, text.size(), file_);
     std::fflush(file_);
 }

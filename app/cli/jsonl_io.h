@@ -28,6 +28,7 @@ public:
     explicit JsonLineWriter(const std::string& path);  // "-" = stdout
     ~JsonLineWriter();
     void write(const nlohmann::json& object);          // one line, flushed
+    void write_line(const std::string& json_text);     // one line already serialised, flushed
 
 private:
     FILE* file_ = nullptr;

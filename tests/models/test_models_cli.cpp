@@ -5,11 +5,15 @@
 #include <map>
 #include <sstream>
 
+#include "lorascope/finish_json.h"
 #include "oracle_records.h"
 #include "shared_skip.h"
 #include "test_env.h"
 
 using nlohmann::json;
+using lorascope::FinishEvent;
+using lorascope::FinishJsonOptions;
+using lorascope::finish_from_json;
 
 namespace {
 
@@ -105,6 +109,14 @@ private Q_SLOTS:
         QVERIFY(out["bad-param"]["error"].get<std::string>().find("temprature") != std::string::npos);
         QVERIFY(out["bad-id"].contains("error"));
         QVERIFY(out["null"].contains("error"));  // the malformed line has no id
+        // The core library's reader takes every line back, ids with their JSON types.
+        for (const json& line : lines) {
+            const FinishEvent e = finish_from_json(line.dump(), FinishJsonOptions{true});
+            QCOMPARE(e.client_id, line["id"].dump());
+            QCOMPARE(std::string(lorascope::to_string(e.reason)), line["finish_reason"].get<std::string>());
+            QCOMPARE(json(e.token_ids).dump(), line.value("token_ids", json::array()).dump());
+            QCOMPARE(e.error, line.value("error", std::string()));
+        }
     }
 
     void score_matches_hf_loss() {

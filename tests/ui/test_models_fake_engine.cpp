@@ -12,6 +12,7 @@
 #include "fake_engine.h"
 #include "hf_cache.h"
 #include "lorascope/error.h"
+#include "lorascope/finish_json.h"
 #include "prompt_source.h"
 #include "request_table_model.h"
 #include "results_export.h"
@@ -140,6 +141,15 @@ private Q_SLOTS:
         QCOMPARE(o.value(QStringLiteral("text")).toString(), r.text);
         QCOMPARE(o.value(QStringLiteral("adapter")).toString(), QStringLiteral("a"));
         QCOMPARE(o.value(QStringLiteral("token_ids")).toArray().size(), 2);
+        // The CLI's line, field for field: the core library's reader takes it back.
+        QCOMPARE(o.value(QStringLiteral("generated_tokens")).toInt(), 2);
+        QVERIFY(!o.contains(QStringLiteral("usage")));
+        const FinishEvent back = finish_from_json(jsonl.trimmed().toStdString());
+        QCOMPARE(back.reason, FinishReason::Eos);
+        QCOMPARE(QString::fromStdString(back.client_id), r.client_id);
+        QCOMPARE(QString::fromStdString(back.text), r.text);
+        QCOMPARE(back.token_ids, (std::vector<int64_t>{5, 6}));
+        QCOMPARE(back.logprobs, (std::vector<float>{-0.5f, -1.0f}));
         const QString md = resultsToMarkdown({r});
         QVERIFY(md.contains(QStringLiteral("| 7\\|x | a |")));   // escaped inside the table
         QVERIFY(md.contains(QStringLiteral("````text\nsay ```hi```\n````")));   // a fence the prompt cannot close

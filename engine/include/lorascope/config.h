@@ -123,4 +123,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
 // generation keys the way transformers does (GenerationConfig.from_model_config).
 GenerationConfig load_generation_config(const std::string& dir, const ModelConfig& model);
 
+// The token an encoder-decoder's decoder starts from, as transformers chooses it: the generation
+// config's decoder_start_token_id, else the model config's. None for a decoder-only model.
+std::optional<int64_t> decoder_start_token_id(const ModelConfig& model, const GenerationConfig& generation);
+
 }  // namespace lorascope

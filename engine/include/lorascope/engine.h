@@ -36,7 +36,7 @@ struct TokenEvent {
 };
 
 enum class FinishReason { Eos, Length, Stop, Cancelled, Error };
-const char* to_string(FinishReason reason);
+const char* to_string(FinishReason reason);   // lorascope/finish_json.h reads it back
 
 struct Usage {
     int64_t prompt_tokens = 0;

@@ -26,7 +26,7 @@
 #include "engine/emitter.h"
 #include "engine/live_request.h"
 #include "engine/mailbox.h"
-#include "engine/scheduler.h"
+#include "engine/request_scheduler.h"
 #include "lorascope/error.h"
 #include "lorascope/runtime.h"
 #include "lorascope/tokenizer.h"
@@ -35,17 +35,6 @@
 #include "util/scratch_thread.h"
 
 namespace lorascope {
-
-const char* to_string(FinishReason reason) {
-    switch (reason) {
-        case FinishReason::Eos: return "eos";
-        case FinishReason::Length: return "length";
-        case FinishReason::Stop: return "stop";
-        case FinishReason::Cancelled: return "cancelled";
-        case FinishReason::Error: return "error";
-    }
-    return "error";
-}
 
 namespace {
 

@@ -310,4 +310,15 @@ GenerationConfig load_generation_config(const std::string& dir, const ModelConfi
     return checked(parse_generation(ObjectReader(merged, config_path)), model, config_path);
 }
 
+std::optional<int64_t> decoder_start_token_id(const ModelConfig& model, const GenerationConfig& generation) {
+    if (!model.is_encoder_decoder()) return std::nullopt;
+    if (generation.decoder_start_token_id) return generation.decoder_start_token_id;
+    switch (model.family) {
+        case Family::T5: return model.t5().decoder_start_token_id;
+        case Family::Bart: return model.bart().decoder_start_token_id;
+        case Family::Bloom: break;
+    }
+    return std::nullopt;
+}
+
 }  // namespace lorascope

@@ -36,13 +36,8 @@ at::Tensor gather_positions(const at::Tensor& h, const std::vector<int64_t>& ind
 }
 
 int64_t Model::decoder_start_token_id() const {
-    if (generation_.decoder_start_token_id) return *generation_.decoder_start_token_id;
-    switch (config_.family) {
-        case Family::T5: return config_.t5().decoder_start_token_id;
-        case Family::Bart: return config_.bart().decoder_start_token_id;
-        case Family::Bloom: break;
-    }
-    return config_.bloom().bos_token_id;
+    if (auto start = lorascope::decoder_start_token_id(config_, generation_)) return *start;
+    throw Error(ErrorKind::Unsupported, std::string(to_string(config_.family)) + " models have no decoder start token");
 }
 
 int64_t Model::pad_token_id() const {
@@ -114,12 +109,12 @@ at::Tensor Model::decode_step(DecodeState& state, const at::Tensor& tokens, cons
 std::unique_ptr<Model> load_model(const std::string& dir, const LoadOptions& options) {
     ModelConfig config = load_model_config(dir);
     GenerationConfig generation = load_generation_config(dir, config);
-    io::WeightLoadOptions weight_options;
+    weights::WeightLoadOptions weight_options;
     weight_options.dtype = options.dtype;
     weight_options.device = options.device;
     weight_options.allow_pickle = options.allow_pickle;
     weight_options.progress = options.progress;
-    auto store = io::WeightStore::open(dir, config, weight_options);
+    auto store = weights::WeightStore::open(dir, config, weight_options);
     const auto tensor_options = at::TensorOptions().dtype(options.dtype).device(options.device);
     std::optional<ops::MatmulKind> packing;
     if (options.device.is_cpu()) packing = options.cpu_matmul;
