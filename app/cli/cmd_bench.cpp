@@ -58,6 +58,73 @@ int64_t peak_rss_bytes() {
 
 }  // namespace
 
+namespace {
+
+// The report's context: what was run, on what, how.
+json run_context(const Workload& workload, const EngineOptions& options, size_t request_count, double load_s) {
+    return {
+        {"workload", workload.name},
+        {"model", options.model_dir},
+        {"batching", options.static_batching ? "static" : "continuous"},
+        {"threads", options.threads},
+        {"cpu_gemm", runtime_info().cpu_gemm},
+        {"dtype", options.dtype},
+        {"kv_cache_dtype", kv_cache_dtype_in_effect(options)},  // what "auto" chose
+        {"load_s", load_s},  // model and adapters, before the first request
+        {"max_batch_size", options.max_batch_size},
+        {"max_batch_tokens", options.max_batch_tokens},
+        {"arrival", json::parse(arrival_to_json(workload.arrival))},
+        {"requests", request_count},
+        {"prefill_budget_tokens", options.prefill_budget_tokens},
+    };
+}
+
+// The run's figures (lorascope/bench_report.h), added to `report`.
+void add_figures(json& report, const BenchFigures& f) {
+    report.update({
+        {"failed_requests", f.failed_requests},
+        {"generated_tokens", f.generated_tokens},
+        {"wall_s", f.wall_s},
+        {"tokens_per_s", f.tokens_per_s},
+        {"ttft_ms", {{"p50", f.ttft_p50_ms}, {"p95", f.ttft_p95_ms}}},
+        {"per_token_ms", {{"p50", f.per_token_p50_ms}, {"p95", f.per_token_p95_ms}}},
+        {"steps", f.steps},
+        {"mean_batch_rows", f.mean_batch_rows},
+        {"padding_share", f.padding_share},
+        {"peak_kv_bytes", f.peak_kv_bytes},
+        {"kv_cache",
+         {{"blocks", f.kv_blocks_total},
+          {"bytes_moved", f.cache_bytes_moved},
+          {"most_bytes_moved_in_a_step", f.most_cache_bytes_moved_in_a_step},
+          {"bytes_prefilled", f.cache_bytes_prefilled}}},
+        {"steps_with_deferred_prefill", f.steps_with_deferred_prefill},
+        {"step_ms",
+         {{"with_prefill", {{"steps", f.prefill_steps}, {"total", f.prefill_step_ms}}},
+          {"decode_only", {{"steps", f.steps - f.prefill_steps}, {"total", f.decode_step_ms}}}}},
+        {"peak_rss_bytes", peak_rss_bytes()},
+    });
+    if (!f.first_error.empty()) report["first_error"] = f.first_error;
+}
+
+void write_outputs(const Args& args, const json& report, const std::vector<StepStats>& steps) {
+    if (args.has("steps-csv")) {
+        const std::string csv_path = args.get_or("steps-csv", "");
+        std::ofstream csv(csv_path);
+        if (!csv) throw Error(ErrorKind::NotFound, csv_path, "cannot write the steps CSV");
+        write_steps_csv(csv, steps);
+    }
+    const std::string out = args.get_or("report", "-");
+    if (out == "-") {
+        std::printf("%s\n", report.dump(2).c_str());
+    } else {
+        std::ofstream file(out);
+        if (!file) throw Error(ErrorKind::NotFound, out, "cannot write the report");
+        file << report.dump(2) << "\n";
+    }
+}
+
+}  // namespace
+
 int cmd_bench(int argc, char** argv) {
     // --demo: the demo pack's model and all its adapters, as in generate (the window's lab runs there).
     ExpandedArgs expanded = expand_demo_args(argc, argv);
@@ -87,61 +154,9 @@ int cmd_bench(int argc, char** argv) {
     WorkloadRun run(*engine, std::move(requests), arrival_times_s(workload.arrival, request_count));
     run.start();
     run.wait();
-    const BenchFigures f = run.figures();
-    const std::vector<StepStats> steps = run.recorder().steps();
-
-    json report = {
-        {"workload", workload.name},
-        {"model", options.model_dir},
-        {"batching", options.static_batching ? "static" : "continuous"},
-        {"threads", options.threads},
-        {"cpu_gemm", runtime_info().cpu_gemm},
-        {"dtype", options.dtype},
-        {"kv_cache_dtype", kv_cache_dtype_in_effect(options)},  // what "auto" chose
-        {"load_s", load_s},  // model and adapters, before the first request
-        {"max_batch_size", options.max_batch_size},
-        {"max_batch_tokens", options.max_batch_tokens},
-        {"arrival", json::parse(arrival_to_json(workload.arrival))},
-        {"requests", request_count},
-        {"failed_requests", f.failed_requests},
-        {"generated_tokens", f.generated_tokens},
-        {"wall_s", f.wall_s},
-        {"tokens_per_s", f.tokens_per_s},
-        {"ttft_ms", {{"p50", f.ttft_p50_ms}, {"p95", f.ttft_p95_ms}}},
-        {"per_token_ms", {{"p50", f.per_token_p50_ms}, {"p95", f.per_token_p95_ms}}},
-        {"steps", f.steps},
-        {"mean_batch_rows", f.mean_batch_rows},
-        {"padding_share", f.padding_share},
-        {"peak_kv_bytes", f.peak_kv_bytes},
-        {"kv_cache",
-         {{"blocks", f.kv_blocks_total},
-          {"bytes_moved", f.cache_bytes_moved},
-          {"most_bytes_moved_in_a_step", f.most_cache_bytes_moved_in_a_step},
-          {"bytes_prefilled", f.cache_bytes_prefilled}}},
-        {"prefill_budget_tokens", options.prefill_budget_tokens},
-        {"steps_with_deferred_prefill", f.steps_with_deferred_prefill},
-        {"step_ms",
-         {{"with_prefill", {{"steps", f.prefill_steps}, {"total", f.prefill_step_ms}}},
-          {"decode_only", {{"steps", f.steps - f.prefill_steps}, {"total", f.decode_step_ms}}}}},
-        {"peak_rss_bytes", peak_rss_bytes()},
-    };
-    if (!f.first_error.empty()) report["first_error"] = f.first_error;
-
-    if (args.has("steps-csv")) {
-        const std::string csv_path = args.get_or("steps-csv", "");
-        std::ofstream csv(csv_path);
-        if (!csv) throw Error(ErrorKind::NotFound, csv_path, "cannot write the steps CSV");
-        write_steps_csv(csv, steps);
-    }
-
-    const std::string out = args.get_or("report", "-");
-    if (out == "-") {
-        std::printf("%s\n", report.dump(2).c_str());
-    } else {
-        std::ofstream file(out);
-        if (!file) throw Error(ErrorKind::NotFound, out, "cannot write the report");
-        file << report.dump(2) << "\n";
-    }
+    json report = run_context(workload, options, request_count, load_s);
+    add_figures(report, run.figures());
+    write_outputs(args, report, run.recorder().steps());
     return 0;
 }
 

@@ -58,30 +58,31 @@ std::string module_short_name(const std::string& module) {
     return dot == std::string::npos ? module : module.substr(dot + 1);
 }
 
-AdapterValidation validate_adapter(const io::PeftAdapter& adapter, const std::vector<models::LinearSite>& sites,
-                                   const ModelConfig& model_config, const std::string& model_dir) {
-    const AdapterConfig& cfg = adapter.config();
-    const std::string st_path = adapter.weights().source_path();
-    const std::string prefix = io::PeftAdapter::kTensorPrefix;
-    const std::string family = family_name(model_config.family);
+namespace {
 
-    std::unordered_map<std::string, const models::LinearSite*> by_name;
-    for (const auto& s : sites) by_name.emplace(s.name, &s);
+using SiteIndex = std::unordered_map<std::string, const models::LinearSite*>;
 
-    AdapterValidation v;
-    v.rank = cfg.r;
-    v.alpha = cfg.lora_alpha;
-    std::set<std::string> short_names;
-    std::vector<std::string> untargeted;
-    // Absent modules first: an adapter for another architecture is reported as that, not as the
-    // first shape that happens to differ.
+// Absent modules first: an adapter for another architecture is reported as that, not as the first
+// shape that happens to differ.
+void check_modules_exist(const io::PeftAdapter& adapter, const SiteIndex& by_name,
+                         const std::vector<models::LinearSite>& sites, const std::string& family,
+                         const std::string& model_dir) {
     for (const auto& m : adapter.modules()) {
         if (!by_name.count(m.module))
-            throw Error(ErrorKind::Format, st_path,
+            throw Error(ErrorKind::Format, adapter.weights().source_path(),
                         "adapts module '" + m.module + "', which this " + family + " model (" + model_dir +
                             ") does not have; its adaptable linears are: " + example_sites(sites) +
                             " (was the adapter trained on another architecture?)");
     }
+}
+
+// Each module's factors against its linear's shape; the modules the config targets join `v`.
+void match_modules(const io::PeftAdapter& adapter, const SiteIndex& by_name, AdapterValidation& v) {
+    const AdapterConfig& cfg = adapter.config();
+    const std::string st_path = adapter.weights().source_path();
+    const std::string prefix = io::PeftAdapter::kTensorPrefix;
+    std::set<std::string> short_names;
+    std::vector<std::string> untargeted;
     for (const auto& m : adapter.modules()) {
         const models::LinearSite& site = *by_name.at(m.module);
         if (m.in_features != site.in_features)
@@ -106,14 +107,15 @@ AdapterValidation validate_adapter(const io::PeftAdapter& adapter, const std::ve
         v.parameters += m.a->numel() + m.b->numel();
     }
     v.targets.assign(short_names.begin(), short_names.end());
-
     if (!untargeted.empty())
         v.warnings.push_back(std::to_string(untargeted.size()) + " module(s) have weights but are not in target_modules "
                              "and are ignored, as PEFT ignores them (e.g. '" + untargeted.front() + "')");
-    if (v.modules.empty())
-        throw Error(ErrorKind::Format, st_path, "no LoRA weights apply to this " + family + " model");
+}
 
-    // Targets the config names that this architecture lacks, or that the file leaves without weights.
+// Targets the config names that this architecture lacks, or that the file leaves without weights.
+void check_targets(const io::PeftAdapter& adapter, const std::vector<models::LinearSite>& sites,
+                   const std::string& family, AdapterValidation& v) {
+    const AdapterConfig& cfg = adapter.config();
     if (!cfg.target_modules.empty() && !cfg.target_modules_regex) {
         std::vector<std::string> absent;
         for (const auto& t : cfg.target_modules) {
@@ -138,7 +140,10 @@ AdapterValidation validate_adapter(const io::PeftAdapter& adapter, const std::ve
     if (uncovered > 0)
         v.warnings.push_back(std::to_string(uncovered) + " targeted module(s) have no weights in the file and stay at "
                              "the base weights (e.g. '" + first_uncovered + "')");
+}
 
+void check_base_model(const AdapterConfig& cfg, const ModelConfig& model_config, const std::string& model_dir,
+                      AdapterValidation& v) {
     if (cfg.fan_in_fan_out)
         v.warnings.push_back("fan_in_fan_out is set, but these modules are nn.Linear; PEFT resets it to false and so do we");
     if (cfg.base_model_name_or_path.empty()) {
@@ -148,6 +153,26 @@ AdapterValidation validate_adapter(const io::PeftAdapter& adapter, const std::ve
                              (model_config.name_or_path.empty() ? model_dir : model_config.name_or_path) +
                              "'; shapes fit, outputs may still be meaningless");
     }
+}
+
+}  // namespace
+
+AdapterValidation validate_adapter(const io::PeftAdapter& adapter, const std::vector<models::LinearSite>& sites,
+                                   const ModelConfig& model_config, const std::string& model_dir) {
+    const AdapterConfig& cfg = adapter.config();
+    const std::string family = family_name(model_config.family);
+    SiteIndex by_name;
+    for (const auto& s : sites) by_name.emplace(s.name, &s);
+
+    AdapterValidation v;
+    v.rank = cfg.r;
+    v.alpha = cfg.lora_alpha;
+    check_modules_exist(adapter, by_name, sites, family, model_dir);
+    match_modules(adapter, by_name, v);
+    if (v.modules.empty())
+        throw Error(ErrorKind::Format, adapter.weights().source_path(), "no LoRA weights apply to this " + family + " model");
+    check_targets(adapter, sites, family, v);
+    check_base_model(cfg, model_config, model_dir, v);
     return v;
 }
 

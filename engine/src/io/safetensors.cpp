@@ -125,105 +125,107 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
     return file;
 }
 
-void SafetensorsFile::parse_and_validate() {
-    const std::string& path = mapping_->path();
-    const uint64_t file_size = mapping_->size();
-    auto fail = [&path](const std::string& message) -> void { throw Error(ErrorKind::Format, path, message); };
+namespace {
 
+[[noreturn]] void fail(const std::string& path, const std::string& message) {
+    throw Error(ErrorKind::Format, path, message);
+}
+
+// The header's JSON text after checking its length against the file; sets `data_size`.
+std::string header_text(const MappedFile& mapping, uint64_t* data_size) {
+    const std::string& path = mapping.path();
+    const uint64_t file_size = mapping.size();
     if (file_size < 8)
-        fail("file is " + std::to_string(file_size) + " bytes, too short for a safetensors header (truncated?)");
-    const uint64_t header_len = read_le_u64(mapping_->data());
-    if (header_len > kMaxHeaderBytes)
-        fail("header length " + std::to_string(header_len) + " exceeds the limit of " +
-             std::to_string(kMaxHeaderBytes) + " bytes (not a safetensors file?)");
+        fail(path, "file is " + std::to_string(file_size) + " bytes, too short for a safetensors header (truncated?)");
+    const uint64_t header_len = read_le_u64(mapping.data());
+    if (header_len > SafetensorsFile::kMaxHeaderBytes)
+        fail(path, "header length " + std::to_string(header_len) + " exceeds the limit of " +
+                       std::to_string(SafetensorsFile::kMaxHeaderBytes) + " bytes (not a safetensors file?)");
     if (header_len > file_size - 8)
-        fail("header length " + std::to_string(header_len) + " is longer than the rest of the file (" +
-             std::to_string(file_size - 8) + " bytes; truncated?)");
-    const uint64_t data_size = file_size - 8 - header_len;
-    data_section_ = mapping_->data() + 8 + header_len;
+        fail(path, "header length " + std::to_string(header_len) + " is longer than the rest of the file (" +
+                       std::to_string(file_size - 8) + " bytes; truncated?)");
+    *data_size = file_size - 8 - header_len;
+    return std::string(reinterpret_cast<const char*>(mapping.data() + 8), header_len);
+}
 
-    // Any JSON object, whitespace around it included, as the reference implementation reads it.
-    const std::string header_text(reinterpret_cast<const char*>(mapping_->data() + 8), header_len);
-    const Json header = json::parse(header_text, path);
-    if (!header.is_object()) fail("header is not a JSON object");
-
-    tensors_.reserve(header.size());
-    std::string unsupported;  // the first tensor of a valid but unsupported dtype
-    for (auto it = header.begin(); it != header.end(); ++it) {
-        const std::string& name = it.key();
-        const Json& entry = it.value();
-        if (name == "__metadata__") {
-            if (entry.is_null()) continue;  // the reference implementation reads null as no metadata
-            if (!entry.is_object()) fail("'__metadata__' must be an object of strings");
-            for (auto m = entry.begin(); m != entry.end(); ++m) {
-                if (!m.value().is_string()) fail("'__metadata__' value of '" + m.key() + "' is not a string");
-                metadata_[m.key()] = m.value().get<std::string>();
-            }
-            continue;
+// A dtype name: known (its size from the table), valid but unsupported (`unsupported_size`), or a
+// Format error.
+bool read_dtype(const std::string& path, const std::string& where, const Json& entry, TensorInfo& info,
+                std::string& dtype_name, size_t& unsupported_size) {
+    auto dtype_it = entry.find("dtype");
+    if (dtype_it == entry.end() || !dtype_it->is_string()) fail(path, where + "missing or non-string 'dtype'");
+    dtype_name = dtype_it->get<std::string>();
+    for (const auto& d : kDTypes)
+        if (dtype_name == d.name) {
+            info.dtype = d.dtype;
+            return true;
         }
-        const std::string where = "tensor '" + name + "': ";
-        if (!entry.is_object()) fail(where + "header entry is not an object");
+    for (const auto& [u, size] : kKnownUnsupported)
+        if (dtype_name == u) unsupported_size = size;
+    if (unsupported_size == 0) fail(path, where + "unknown dtype '" + dtype_name + "'");
+    return false;
+}
 
-        TensorInfo info;
-        info.name = name;
-        auto dtype_it = entry.find("dtype");
-        if (dtype_it == entry.end() || !dtype_it->is_string()) fail(where + "missing or non-string 'dtype'");
-        const std::string dtype_name = dtype_it->get<std::string>();
-        bool known = false;
-        size_t unsupported_size = 0;
-        for (const auto& d : kDTypes) {
-            if (dtype_name == d.name) {
-                info.dtype = d.dtype;
-                known = true;
-            }
-        }
-        if (!known) {
-            for (const auto& [u, size] : kKnownUnsupported)
-                if (dtype_name == u) unsupported_size = size;
-            if (unsupported_size == 0) fail(where + "unknown dtype '" + dtype_name + "'");
-            if (unsupported.empty()) unsupported = where + "dtype " + dtype_name + " is not supported";
-        }
-
-        auto shape_it = entry.find("shape");
-        if (shape_it == entry.end() || !shape_it->is_array()) fail(where + "missing or non-list 'shape'");
-        uint64_t numel = 1;
-        bool overflow = false;
-        for (const auto& d : *shape_it) {
-            if (!d.is_number_unsigned()) fail(where + "shape " + shape_it->dump() + " has a non-integer or negative dimension");
-            const uint64_t dim = d.get<uint64_t>();
-            if (dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) overflow = true;
-            else if (dim != 0 && numel > std::numeric_limits<uint64_t>::max() / dim) overflow = true;
-            else numel *= dim;
-            info.shape.push_back(static_cast<int64_t>(std::min<uint64_t>(dim, std::numeric_limits<int64_t>::max())));
-        }
-        const uint64_t elem = known ? dtype_size(info.dtype) : unsupported_size;
-        if (overflow || numel > std::numeric_limits<uint64_t>::max() / elem)
-            fail(where + "shape " + shape_it->dump() + " is too large");
-
-        auto off_it = entry.find("data_offsets");
-        if (off_it == entry.end() || !off_it->is_array() || off_it->size() != 2 ||
-            !(*off_it)[0].is_number_unsigned() || !(*off_it)[1].is_number_unsigned())
-            fail(where + "'data_offsets' must be two non-negative integers");
-        info.begin = (*off_it)[0].get<uint64_t>();
-        info.end = (*off_it)[1].get<uint64_t>();
-        const std::string offsets = "[" + std::to_string(info.begin) + ", " + std::to_string(info.end) + "]";
-        if (info.end < info.begin) fail(where + "data_offsets " + offsets + " end before they begin");
-        if (info.end > data_size)
-            fail(where + "data_offsets " + offsets + " lie outside the data section (" + std::to_string(data_size) +
-                 " bytes; truncated file?)");
-        if (numel * elem != info.nbytes())
-            fail(where + "shape " + shape_to_string(info.shape) + " of dtype " + dtype_name + " needs " +
-                 std::to_string(numel * elem) + " bytes but data_offsets " + offsets + " span " +
-                 std::to_string(info.nbytes()));
-        tensors_.push_back(std::move(info));
+// The shape into info.shape; returns the element count (a Format error when it overflows).
+uint64_t read_shape(const std::string& path, const std::string& where, const Json& entry, TensorInfo& info,
+                    uint64_t elem) {
+    auto shape_it = entry.find("shape");
+    if (shape_it == entry.end() || !shape_it->is_array()) fail(path, where + "missing or non-list 'shape'");
+    uint64_t numel = 1;
+    bool overflow = false;
+    for (const auto& d : *shape_it) {
+        if (!d.is_number_unsigned())
+            fail(path, where + "shape dimension " + std::to_string(info.shape.size()) + " is not a non-negative integer");
+        const uint64_t dim = d.get<uint64_t>();
+        if (dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) overflow = true;
+        else if (dim != 0 && numel > std::numeric_limits<uint64_t>::max() / dim) overflow = true;
+        else numel *= dim;
+        info.shape.push_back(static_cast<int64_t>(std::min<uint64_t>(dim, std::numeric_limits<int64_t>::max())));
     }
+    if (overflow || numel > std::numeric_limits<uint64_t>::max() / elem)
+        fail(path, where + "shape " + shape_to_string(info.shape) + " is too large");
+    return numel;
+}
 
-    // The tensors must tile the data section, as the reference implementation (safetensors'
-    // Metadata::validate) requires: in offset order each starts where the previous one ends, the
-    // first at 0, the last at the end of the file. A gap or bytes left over mean a header that does
-    // not describe its file (a wrong header length, a truncated or spliced file).
+// One tensor's header entry. `unsupported` receives the first valid but unsupported dtype's message.
+TensorInfo read_entry(const std::string& path, const std::string& name, const Json& entry, uint64_t data_size,
+                      std::string& unsupported) {
+    const std::string where = "tensor '" + name + "': ";
+    if (!entry.is_object()) fail(path, where + "header entry is not an object");
+    TensorInfo info;
+    info.name = name;
+    std::string dtype_name;
+    size_t unsupported_size = 0;
+    const bool known = read_dtype(path, where, entry, info, dtype_name, unsupported_size);
+    if (!known && unsupported.empty()) unsupported = where + "dtype " + dtype_name + " is not supported";
+    const uint64_t elem = known ? dtype_size(info.dtype) : unsupported_size;
+    const uint64_t numel = read_shape(path, where, entry, info, elem);
+
+    auto off_it = entry.find("data_offsets");
+    if (off_it == entry.end() || !off_it->is_array() || off_it->size() != 2 ||
+        !(*off_it)[0].is_number_unsigned() || !(*off_it)[1].is_number_unsigned())
+        fail(path, where + "'data_offsets' must be two non-negative integers");
+    info.begin = (*off_it)[0].get<uint64_t>();
+    info.end = (*off_it)[1].get<uint64_t>();
+    const std::string offsets = "[" + std::to_string(info.begin) + ", " + std::to_string(info.end) + "]";
+    if (info.end < info.begin) fail(path, where + "data_offsets " + offsets + " end before they begin");
+    if (info.end > data_size)
+        fail(path, where + "data_offsets " + offsets + " lie outside the data section (" + std::to_string(data_size) +
+                       " bytes; truncated file?)");
+    if (numel * elem != info.nbytes())
+        fail(path, where + "shape " + shape_to_string(info.shape) + " of dtype " + dtype_name + " needs " +
+                       std::to_string(numel * elem) + " bytes but data_offsets " + offsets + " span " +
+                       std::to_string(info.nbytes()));
+    return info;
+}
+
+// The tensors must tile the data section, as the reference implementation (safetensors'
+// Metadata::validate) requires: in offset order each starts where the previous one ends, the
+// first at 0, the last at the end of the file. A gap or bytes left over mean a header that does
+// not describe its file (a wrong header length, a truncated or spliced file).
+void check_tiling(const std::string& path, const std::vector<TensorInfo>& tensors, uint64_t data_size) {
     std::vector<const TensorInfo*> sorted;
-    for (const auto& t : tensors_) sorted.push_back(&t);
+    for (const auto& t : tensors) sorted.push_back(&t);
     std::sort(sorted.begin(), sorted.end(), [](const TensorInfo* a, const TensorInfo* b) {
         return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
     });
@@ -231,20 +233,47 @@ void SafetensorsFile::parse_and_validate() {
     const TensorInfo* previous = nullptr;
     for (const TensorInfo* t : sorted) {
         if (t->begin < covered)
-            fail("tensor '" + t->name + "' overlaps tensor '" + previous->name + "' in the data section");
+            fail(path, "tensor '" + t->name + "' overlaps tensor '" + previous->name + "' in the data section");
         if (t->begin > covered)
-            fail("tensor '" + t->name + "' starts at byte " + std::to_string(t->begin) + " of the data section but " +
-                 (previous ? "tensor '" + previous->name + "' ends at byte " + std::to_string(covered)
-                           : std::string("nothing comes before it")) +
-                 ": a safetensors data section has no gaps");
+            fail(path, "tensor '" + t->name + "' starts at byte " + std::to_string(t->begin) + " of the data section but " +
+                           (previous ? "tensor '" + previous->name + "' ends at byte " + std::to_string(covered)
+                                     : std::string("nothing comes before it")) +
+                           ": a safetensors data section has no gaps");
         covered = t->end;
         previous = t;
     }
     if (covered != data_size)
-        fail("the tensors cover " + std::to_string(covered) + " bytes but the data section has " +
-             std::to_string(data_size) + " (wrong header length, or bytes appended to the file?)");
-    if (!unsupported.empty()) throw Error(ErrorKind::Unsupported, path, unsupported);
+        fail(path, "the tensors cover " + std::to_string(covered) + " bytes but the data section has " +
+                       std::to_string(data_size) + " (wrong header length, or bytes appended to the file?)");
+}
 
+}  // namespace
+
+void SafetensorsFile::parse_and_validate() {
+    const std::string& path = mapping_->path();
+    uint64_t data_size = 0;
+    // Any JSON object, whitespace around it included, as the reference implementation reads it.
+    const Json header = json::parse(header_text(*mapping_, &data_size), path);
+    data_section_ = mapping_->data() + (mapping_->size() - data_size);
+    if (!header.is_object()) fail(path, "header is not a JSON object");
+
+    tensors_.reserve(header.size());
+    std::string unsupported;  // the first tensor of a valid but unsupported dtype
+    for (auto it = header.begin(); it != header.end(); ++it) {
+        if (it.key() != "__metadata__") {
+            tensors_.push_back(read_entry(path, it.key(), it.value(), data_size, unsupported));
+            continue;
+        }
+        const Json& entry = it.value();
+        if (entry.is_null()) continue;  // the reference implementation reads null as no metadata
+        if (!entry.is_object()) fail(path, "'__metadata__' must be an object of strings");
+        for (auto m = entry.begin(); m != entry.end(); ++m) {
+            if (!m.value().is_string()) fail(path, "'__metadata__' value of '" + m.key() + "' is not a string");
+            metadata_[m.key()] = m.value().get<std::string>();
+        }
+    }
+    check_tiling(path, tensors_, data_size);
+    if (!unsupported.empty()) throw Error(ErrorKind::Unsupported, path, unsupported);
     for (size_t i = 0; i < tensors_.size(); ++i) by_name_.emplace(tensors_[i].name, i);
 }
 
