@@ -126,12 +126,11 @@ struct EngineOptions {
     // per step (at least one layer), so that running rows keep decoding while newcomers are
     // prefilled. The limit applies while rows decode; with none, newcomers are prefilled at once.
     // <= 0: no limit (every newcomer is prefilled whole in the step it joins).
-    // 16 on two CPU cores: a step that prefills should stay within ~1.5x of one that does not. With
-    // packed products a t5-small decoding step of ~30 rows takes 6-7 ms, and 16 prompt tokens
-    // through its encoder (~0.65 GFLOP) about 3-5 ms. Measured on W5 (64 Poisson arrivals at 21.6/s,
-    // docs/benchmarks.md): per-token p95 1.4-1.5x static batching's at 16, 2.8x at the former 64;
-    // TTFT p50 0.36-0.45x static's at 16, 0.11x at 64. Raise it on a GPU, where prefill work is cheap
-    // next to a step's fixed costs. (Decoder-only chunks stay at least 128 tokens, see below.)
+    // 16 by default: on two CPU cores it keeps a step that prefills within ~1.5x of one that does
+    // not, trading a little time to first token for steady per-token latency (the measurements:
+    // docs/benchmarks.md, "W5 after the packed products: the prefill budget's trade-off"). Raise it
+    // on a GPU, where prefill work is cheap next to a step's fixed costs. (Decoder-only chunks stay
+    // at least 128 tokens, see below.)
     int64_t prefill_budget_tokens = 16;
     // Decoder-only prompts are prefilled in chunks of this many tokens; 0: the budget, but at
     // least 128 (each chunk pass reads the weights once more). The same for every request, so that
