@@ -212,10 +212,11 @@ private Q_SLOTS:
         QCOMPARE(w->submitPrompts().size(), size_t(48));
         QTRY_COMPARE_WITH_TIMEOUT(w->requestModel()->unfinishedCount(), 0, 60000);
         probe.stop();
-        const qint64 worst = probe.worst_gap_ms();
-        qInfo("worst event-loop gap while streaming %d x 400 tokens: %lld ms over %lld ms", 48, worst, probe.elapsed_ms());
-        QVERIFY2(probe.elapsed_ms() > 300, "the stream must last long enough for the measurement to mean something");
-        QVERIFY2(worst < 500, qPrintable(QStringLiteral("worst gap %1 ms").arg(worst)));
+        const double worst = probe.worst_busy_ms();
+        qInfo("worst GUI-thread busy stretch while streaming %d x 400 tokens: %.1f ms CPU (wall-clock gap %lld ms) over %lld ms",
+              48, worst, probe.worst_wall_gap_ms(), probe.elapsed_ms());
+        QVERIFY2(probe.ticks() > 20, "the stream must last long enough for the measurement to mean something");
+        QVERIFY2(worst < 500, qPrintable(QStringLiteral("worst busy stretch %1 ms").arg(worst)));
     }
 
     void settingsPersistRecentModelsAndParams() {

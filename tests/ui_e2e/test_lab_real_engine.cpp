@@ -364,10 +364,11 @@ private Q_SLOTS:
             QCOMPARE(int(lab()->runner()->data(p).requests().size()), 500);
             QCOMPARE(lab()->runner()->data(p).finishedCount(), 500);
         }
-        qInfo("500 requests: %d and %d steps, worst event-loop gap %lld ms over %lld ms",
+        qInfo("500 requests: %d and %d steps, worst GUI-thread busy stretch %.1f ms CPU (wall-clock gap %lld ms) "
+              "over %lld ms",
               int(lab()->runner()->data(0).steps().size()), int(lab()->runner()->data(1).steps().size()),
-              probe.worst_gap_ms(), probe.elapsed_ms());
-        QVERIFY2(probe.worst_gap_ms() <= 100, qPrintable(QStringLiteral("worst gap %1 ms").arg(probe.worst_gap_ms())));
+              probe.worst_busy_ms(), probe.worst_wall_gap_ms(), probe.elapsed_ms());
+        QVERIFY2(probe.worst_busy_ms() <= 100, qPrintable(QStringLiteral("worst busy stretch %1 ms").arg(probe.worst_busy_ms())));
     }
 
     // Found on the way: at the default 1280 x 800 the comparison view shows all four demo columns
