@@ -20,21 +20,21 @@
 
 #include <algorithm>
 
-#include "batching_inspector.h"
-#include "error_reporter.h"
+#include "inspector/batching_inspector.h"
+#include "shell/error_reporter.h"
 #include "recording_reporter.h"
 #include "event_loop_probe.h"
 #include "image_checks.h"
-#include "main_window.h"
-#include "metrics_poller.h"
-#include "model_panel.h"
-#include "prompt_composer.h"
-#include "remote_backend.h"
-#include "request_table_model.h"
-#include "screenshot.h"
+#include "shell/main_window.h"
+#include "remote/metrics_poller.h"
+#include "model/model_panel.h"
+#include "requests/prompt_composer.h"
+#include "remote/remote_backend.h"
+#include "requests/request_table_model.h"
+#include "shell/screenshot.h"
 #include "serve_process.h"
-#include "server_metrics.h"
-#include "server_metrics_view.h"
+#include "remote/server_metrics.h"
+#include "inspector/server_metrics_view.h"
 #include "window_actions.h"
 
 using namespace lorascope;

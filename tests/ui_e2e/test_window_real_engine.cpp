@@ -16,21 +16,21 @@
 #include <map>
 
 #include "event_loop_probe.h"
-#include "adapter_list_model.h"
-#include "adapters_panel.h"
-#include "batching_inspector.h"
-#include "comparison_view.h"
+#include "model/adapter_list_model.h"
+#include "model/adapters_panel.h"
+#include "inspector/batching_inspector.h"
+#include "compare/comparison_view.h"
 #include "e2e_support.h"
-#include "error_reporter.h"
+#include "shell/error_reporter.h"
 #include "lorascope/engine.h"
-#include "main_window.h"
-#include "model_panel.h"
+#include "shell/main_window.h"
+#include "model/model_panel.h"
 #include "window_actions.h"
-#include "params_panel.h"
-#include "prompt_composer.h"
-#include "request_board.h"
-#include "request_table_model.h"
-#include "step_stats_model.h"
+#include "requests/params_panel.h"
+#include "requests/prompt_composer.h"
+#include "requests/request_board.h"
+#include "requests/request_table_model.h"
+#include "inspector/step_stats_model.h"
 
 using namespace lorascope;
 using namespace lorascope::ui;
