@@ -4,7 +4,6 @@
 #include <atomic>
 #include <exception>
 
-#include "engine_link/background_worker.h"
 #include "engine_link/event_queue.h"
 #include "lorascope/error.h"
 
@@ -22,10 +21,7 @@ QString qs(const std::string& s) { return QString::fromStdString(s); }
 }  // namespace
 
 EngineBridge::EngineBridge(EngineFactory factory, QObject* parent)
-    : QObject(parent),
-      factory_(std::move(factory)),
-      queue_(std::make_shared<EventQueue>()),
-      worker_(std::make_unique<BackgroundWorker>()) {
+    : QObject(parent), queue_(std::make_shared<EventQueue>()), loader_(std::move(factory)) {
     qRegisterMetaType<DrainBatch>();
     qRegisterMetaType<SubmittedRequest>();
     qRegisterMetaType<AdapterInfo>();
@@ -39,17 +35,10 @@ EngineBridge::~EngineBridge() {
     drain_timer_.stop();
     if (loading_) loading_->cancelled = true;
     // The worker may be inside unload_adapter(), which waits for the requests that pin the
-    // adapter; while the engine is paused they never end. Release them first (cancel, unpause),
-    // or joining the worker below waits for ever.
-    if (engine_) {
-        engine_->set_stats_listener({});
-        engine_->cancel_all();
-        engine_->set_paused(false);
-    }
-    // Finish the running job (it may hold the engine) and drop the rest, then tear the engine
-    // down here: its destructor cancels what is left and joins its thread.
-    worker_.reset();
-    engine_.reset();
+    // adapter; while the engine is paused they never end: release cancels and unpauses first.
+    // The loader (a member, destroyed after this body) then finishes its running job and destroys
+    // the engine on its worker.
+    releaseEngine();
 }
 
 const ModelConfig* EngineBridge::modelConfig() const { return engine_ ? &engine_->model_config() : nullptr; }
@@ -77,31 +66,15 @@ void EngineBridge::loadModel(const EngineOptions& options) {
     loading_ = job;
     const QString dir = qs(options.model_dir);
     Q_EMIT loadStarted(dir);
-    worker_->post([this, job, dir, factory = factory_] {
-        std::shared_ptr<Engine> engine;
-        QString error;
-        try {
-            engine = std::shared_ptr<Engine>(factory(job->options));
-            if (!engine) error = QStringLiteral("%1: the engine factory returned nothing").arg(dir);
-        } catch (const std::exception& e) {
-            error = qs(e.what());
-        } catch (...) {
-            error = QStringLiteral("%1: unknown error while loading").arg(dir);
+    auto wanted = [this, job] { return !job->cancelled && loading_ == job; };
+    loader_.load(job->options, {}, wanted, [this, job, dir](std::shared_ptr<Engine> engine, const QString& error) {
+        loading_.reset();
+        if (!engine) {
+            Q_EMIT loadFailed(dir, error);
+            return;
         }
-        // Queued to the bridge: Qt drops the call if the bridge is gone by then.
-        QMetaObject::invokeMethod(this, [this, job, dir, engine, error]() mutable {
-            if (job->cancelled || loading_ != job) {
-                if (engine) worker_->post([e = std::move(engine)]() mutable { e.reset(); });
-                return;
-            }
-            loading_.reset();
-            if (!engine) {
-                Q_EMIT loadFailed(dir, error);
-                return;
-            }
-            adoptEngine(std::move(engine), job->options);
-            Q_EMIT loadFinished(dir);
-        }, Qt::QueuedConnection);
+        adoptEngine(std::move(engine), job->options);
+        Q_EMIT loadFinished(dir);
     });
 }
 
@@ -132,16 +105,10 @@ void EngineBridge::adoptEngine(std::shared_ptr<Engine> engine, const EngineOptio
 
 void EngineBridge::releaseEngine() {
     if (!engine_) return;
-    engine_->set_stats_listener({});
-    // As in the destructor: a queued unload_adapter() on the worker must not wait for requests
-    // of a paused engine that is going away.
-    engine_->cancel_all();
-    engine_->set_paused(false);
     engine_ids_.clear();
     tickets_.clear();
-    // The destructor cancels and joins, which can take a step's time: not on the GUI thread.
     // Cancelled finishes still reach the queue through the sinks and mark the rows.
-    worker_->post([e = std::move(engine_)]() mutable { e.reset(); });
+    loader_.release(std::move(engine_));
     engine_.reset();
     model_dir_.clear();
 }
@@ -201,7 +168,7 @@ void EngineBridge::loadAdapter(const QString& name, const QString& dir) {
         Q_EMIT adapterFailed(name, dir, tr("Load a model before adding adapters."));
         return;
     }
-    worker_->post([this, engine = engine_, name, dir] {
+    loader_.post([this, engine = engine_, name, dir] {
         AdapterInfo info;
         QString error;
         try {
@@ -218,7 +185,7 @@ void EngineBridge::loadAdapter(const QString& name, const QString& dir) {
 
 void EngineBridge::unloadAdapter(const QString& name) {
     if (!engine_) return;
-    worker_->post([this, engine = engine_, name] {
+    loader_.post([this, engine = engine_, name] {
         QString error;
         try {
             engine->unload_adapter(name.toStdString());

@@ -1,6 +1,7 @@
-// The only object in the UI that touches lorascope::Engine. Engine threads push events into a
-// mutex-protected queue; a GUI-thread timer drains it and emits one batched signal per tick, so
-// item models change on the GUI thread only. Blocking calls run on a background worker.
+// The window's link to its engine (the one the Model dock loads; the lab runs engines of its own
+// through the same EngineLoader). Engine threads push events into a mutex-protected queue; a
+// GUI-thread timer drains it and emits one batched signal per tick, so item models change on the
+// GUI thread only. Blocking calls (load, adapters, teardown) run on the loader's worker.
 #pragma once
 
 #include <QObject>
@@ -12,16 +13,12 @@
 #include <vector>
 
 #include "engine_link/bridge_events.h"
+#include "engine_link/engine_loader.h"
 #include "lorascope/engine.h"
 
 namespace lorascope::ui {
 
-class BackgroundWorker;
 class EventQueue;
-
-// Builds an engine for a model directory; throws lorascope::Error on a bad directory.
-// The application passes lorascope::Engine::create; tests pass a fake.
-using EngineFactory = std::function<std::unique_ptr<Engine>(const EngineOptions&)>;
 
 class EngineBridge : public QObject {
     Q_OBJECT
@@ -87,9 +84,8 @@ private:
     void releaseEngine();
     void onDrainTimer();
 
-    EngineFactory factory_;
     std::shared_ptr<EventQueue> queue_;
-    std::unique_ptr<BackgroundWorker> worker_;
+    EngineLoader loader_;
     std::shared_ptr<Engine> engine_;
     EngineOptions engine_options_;
     QString model_dir_;

@@ -1,11 +1,8 @@
 #include "lab/lab_runner.h"
 
-#include <QMetaObject>
-#include <exception>
 #include <algorithm>
 #include <mutex>
 
-#include "engine_link/background_worker.h"
 #include "lorascope/workload_run.h"
 
 namespace lorascope::ui {
@@ -22,21 +19,18 @@ struct LabRunner::Queue {
     }
 };
 
-LabRunner::LabRunner(EngineFactory factory, QObject* parent)
-    : QObject(parent), factory_(std::move(factory)), worker_(std::make_unique<BackgroundWorker>()) {
+LabRunner::LabRunner(EngineFactory factory, QObject* parent) : QObject(parent), loader_(std::move(factory)) {
     tick_.setInterval(33);   // ~30 Hz, as the bridge drains
     connect(&tick_, &QTimer::timeout, this, &LabRunner::onTick);
 }
 
 LabRunner::~LabRunner() {
     tick_.stop();
-    run_.reset();   // cancels and detaches before the engine goes
-    if (engine_) worker_->post([e = std::move(engine_)]() mutable { e.reset(); });
-    worker_.reset();
+    releaseEngine();
 }
 
 void LabRunner::start(std::vector<LabPolicy> policies, std::vector<Request> requests, std::vector<double> arrivals_s,
-                      std::vector<std::pair<std::string, std::string>> adapters) {
+                      AdapterDirs adapters) {
     cancel();
     policies_ = std::move(policies);
     requests_ = std::move(requests);
@@ -60,74 +54,44 @@ void LabRunner::startPolicy(int index) {
     }
     Q_EMIT policyStarted(index);
     const uint64_t generation = ++generation_;
-    const EngineOptions options = policies_[size_t(index)].options;
-    worker_->post([this, options, generation, index, factory = factory_, adapters = adapters_] {
-        std::shared_ptr<Engine> engine;
-        QString error;
-        try {
-            engine = std::shared_ptr<Engine>(factory(options));
-            if (!engine) throw std::runtime_error(options.model_dir + ": the engine factory returned nothing");
-            for (const auto& [name, dir] : adapters) engine->load_adapter(name, dir);
-        } catch (const std::exception& e) {
-            engine.reset();
-            error = QString::fromStdString(e.what());
-        }
-        QMetaObject::invokeMethod(this, [this, engine, error, index, generation]() mutable {
-            if (!engine) {
-                if (generation == generation_) {
-                    running_ = false;
-                    Q_EMIT failed(tr("Policy %1: %2").arg(policies_[size_t(index)].name, error));
-                    Q_EMIT finished();
-                }
-                return;
-            }
-            onEngineReady(index, std::move(engine), generation);
-        }, Qt::QueuedConnection);
-    });
+    auto wanted = [this, generation] { return generation == generation_ && running_; };
+    loader_.load(policies_[size_t(index)].options, adapters_, wanted,
+                 [this, index](std::shared_ptr<Engine> engine, const QString& error) {
+                     if (engine) {
+                         onEngineReady(std::move(engine));
+                         return;
+                     }
+                     running_ = false;
+                     Q_EMIT failed(tr("Policy %1: %2").arg(policies_[size_t(index)].name, error));
+                     Q_EMIT finished();
+                 });
 }
 
-void LabRunner::onEngineReady(int index, std::shared_ptr<Engine> engine, uint64_t generation) {
-    if (generation != generation_ || !running_) {
-        worker_->post([e = std::move(engine)]() mutable { e.reset(); });
-        return;
-    }
+void LabRunner::onEngineReady(std::shared_ptr<Engine> engine) {
     engine_ = std::move(engine);
     queue_ = std::make_shared<Queue>();
     std::weak_ptr<Queue> weak = queue_;
+    auto push = [weak](auto add) {
+        if (auto q = weak.lock()) {
+            std::lock_guard<std::mutex> lock(q->mutex);
+            add(q->events);
+        }
+    };
     RunObserver observer;
-    observer.on_submit = [weak](size_t i, RequestId id) {
-        if (auto q = weak.lock()) {
-            std::lock_guard<std::mutex> lock(q->mutex);
-            q->events.submits.emplace_back(i, id);
-        }
-    };
-    observer.on_step = [weak](const StepStats& s) {
-        if (auto q = weak.lock()) {
-            std::lock_guard<std::mutex> lock(q->mutex);
-            q->events.steps.push_back(s);
-        }
-    };
-    observer.on_token = [weak](const TokenEvent& e) {
-        if (auto q = weak.lock()) {
-            std::lock_guard<std::mutex> lock(q->mutex);
-            q->events.tokens.push_back(e.id);
-        }
-    };
-    observer.on_finish = [weak](const FinishEvent& e) {
-        if (auto q = weak.lock()) {
-            FinishEvent slim = e;   // the lab shows figures, not texts
-            slim.text.clear();
-            slim.token_ids.clear();
-            slim.logprobs.clear();
-            std::lock_guard<std::mutex> lock(q->mutex);
-            q->events.finishes.push_back(std::move(slim));
-        }
+    observer.on_submit = [push](size_t i, RequestId id) { push([&](LabEvents& e) { e.submits.emplace_back(i, id); }); };
+    observer.on_step = [push](const StepStats& s) { push([&](LabEvents& e) { e.steps.push_back(s); }); };
+    observer.on_token = [push](const TokenEvent& t) { push([&](LabEvents& e) { e.tokens.push_back(t.id); }); };
+    observer.on_finish = [push](const FinishEvent& f) {
+        FinishEvent slim = f;   // the lab shows figures, not texts
+        slim.text.clear();
+        slim.token_ids.clear();
+        slim.logprobs.clear();
+        push([&](LabEvents& e) { e.finishes.push_back(std::move(slim)); });
     };
     run_ = std::make_unique<WorkloadRun>(*engine_, requests_, arrivals_s_, std::move(observer));
     run_->set_min_step_ms(min_step_ms_);
     run_->set_paused(paused_);
     run_->start();
-    (void)index;
     tick_.start();
 }
 
@@ -164,10 +128,9 @@ void LabRunner::finishPolicy() {
 }
 
 void LabRunner::releaseEngine() {
-    run_.reset();
+    run_.reset();   // cancels and detaches before the engine goes
     queue_.reset();
-    // The engine's destructor joins its thread: not on the GUI thread.
-    if (engine_) worker_->post([e = std::move(engine_)]() mutable { e.reset(); });
+    loader_.release(std::move(engine_));
     engine_.reset();
 }
 

@@ -1,6 +1,6 @@
 // Runs one workload under several policies, one after the other, each on an engine of its own
-// (built by the window's engine factory on a background thread, with the loaded model's
-// directory and adapters and the policy's batching options). The engine library's WorkloadRun
+// (built by an EngineLoader with the window's engine factory, with the loaded model's directory
+// and adapters and the policy's batching options). The engine library's WorkloadRun
 // submits and records (the same code as `lorascope-cli bench`); its events are queued on the
 // engine's threads and applied to the policy's LabRunData on the GUI thread, one batch per tick.
 #pragma once
@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine_link/engine_bridge.h"
+#include "engine_link/engine_loader.h"
 #include "lab/lab_run_data.h"
 #include "lorascope/engine.h"
 
@@ -22,8 +22,6 @@ class WorkloadRun;
 }
 
 namespace lorascope::ui {
-
-class BackgroundWorker;
 
 struct LabPolicy {
     QString name;                // "A", "B"
@@ -39,7 +37,7 @@ public:
     // Starts the policies in order on `requests` (already built for the model's vocabulary).
     // `adapters`: (name, directory) loaded into every policy's engine first.
     void start(std::vector<LabPolicy> policies, std::vector<Request> requests, std::vector<double> arrivals_s,
-               std::vector<std::pair<std::string, std::string>> adapters);
+               AdapterDirs adapters);
     void cancel();
     bool isRunning() const { return running_; }
     int currentPolicy() const { return current_; }
@@ -68,18 +66,17 @@ Q_SIGNALS:
 private:
     struct Queue;
     void startPolicy(int index);
-    void onEngineReady(int index, std::shared_ptr<Engine> engine, uint64_t generation);
+    void onEngineReady(std::shared_ptr<Engine> engine);
     void finishPolicy();
     void releaseEngine();
     void onTick();
 
-    EngineFactory factory_;
-    std::unique_ptr<BackgroundWorker> worker_;
+    EngineLoader loader_;
     std::vector<LabPolicy> policies_;
     std::vector<LabRunData> data_;
     std::vector<Request> requests_;
     std::vector<double> arrivals_s_;
-    std::vector<std::pair<std::string, std::string>> adapters_;
+    AdapterDirs adapters_;
     std::shared_ptr<Engine> engine_;
     std::unique_ptr<WorkloadRun> run_;
     std::shared_ptr<Queue> queue_;
