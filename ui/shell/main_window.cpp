@@ -14,7 +14,6 @@
 #include <QMimeData>
 #include <QScrollArea>
 #include <QScrollBar>
-#include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -22,38 +21,33 @@
 #include <QToolBar>
 #include <exception>
 
-#include "model/adapter_list_model.h"
-#include "model/adapters_panel.h"
-#include "inspector/batching_inspector.h"
 #include "compare/comparison_view.h"
-#include "shell/error_reporter.h"
-#include "model/hf_cache.h"
-#include "lab/lab_view.h"
-#include "remote/metrics_poller.h"
-#include "model/model_panel.h"
-#include "requests/params_panel.h"
-#include "requests/prompt_composer.h"
-#include "remote/remote_backend.h"
-#include "requests/request_board.h"
-#include "requests/request_table_model.h"
-#include "requests/results_export.h"
-#include "remote/server_metrics.h"
+#include "inspector/batching_inspector.h"
 #include "inspector/server_metrics_view.h"
 #include "inspector/step_stats_model.h"
+#include "lab/lab_view.h"
+#include "model/adapter_list_model.h"
+#include "model/adapters_panel.h"
+#include "model/hf_cache.h"
+#include "model/model_panel.h"
+#include "remote/metrics_poller.h"
+#include "remote/remote_backend.h"
+#include "remote/server_metrics.h"
+#include "requests/params_panel.h"
+#include "requests/prompt_composer.h"
+#include "requests/request_board.h"
+#include "requests/request_fanout.h"
+#include "requests/request_table_model.h"
+#include "requests/results_export.h"
+#include "shell/error_reporter.h"
+#include "shell/window_settings.h"
 
 namespace lorascope::ui {
-
-namespace {
-constexpr int kRecentMax = 10;
-const QString kRecentModels = QStringLiteral("recent/models");
-const QString kRecentAdapters = QStringLiteral("recent/adapters");
-}  // namespace
 
 MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
     : QMainWindow(parent),
       reporter_(options.error_reporter ? options.error_reporter : std::make_shared<DialogErrorReporter>()),
-      settings_(options.settings_file.isEmpty() ? std::make_unique<QSettings>()
-                                                : std::make_unique<QSettings>(options.settings_file, QSettings::IniFormat)) {
+      settings_(std::make_unique<WindowSettings>(options.settings_file)) {
     setWindowTitle(tr("Lorascope"));
     setObjectName(QStringLiteral("LorascopeMainWindow"));
     setAcceptDrops(true);
@@ -124,33 +118,7 @@ void MainWindow::buildActions() {
 
 void MainWindow::buildLayout(EngineFactory lab_factory) {
     setDockNestingEnabled(true);
-    model_panel_ = new ModelPanel(this);
-    auto* model_dock = new QDockWidget(tr("Model"), this);
-    model_dock->setObjectName(QStringLiteral("modelDock"));
-    model_dock->setWidget(model_panel_);
-    addDockWidget(Qt::LeftDockWidgetArea, model_dock);
-
-    adapters_panel_ = new AdaptersPanel(adapters_, this);
-    auto* adapters_dock = new QDockWidget(tr("Adapters"), this);
-    adapters_dock->setObjectName(QStringLiteral("adaptersDock"));
-    adapters_dock->setWidget(adapters_panel_);
-    addDockWidget(Qt::LeftDockWidgetArea, adapters_dock);
-    splitDockWidget(model_dock, adapters_dock, Qt::Vertical);
-
-    params_panel_ = new ParamsPanel(this);
-    auto* params_scroll = new QScrollArea(this);
-    params_scroll->setWidget(params_panel_);
-    params_scroll->setWidgetResizable(true);
-    params_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    // The scroll area hides its content's minimum width from the dock: state it, so nothing is clipped.
-    params_scroll->setMinimumWidth(params_panel_->minimumSizeHint().width() + params_scroll->verticalScrollBar()->sizeHint().width() + 4);
-    auto* params_dock = params_dock_ = new QDockWidget(tr("Parameters"), this);
-    params_dock->setObjectName(QStringLiteral("paramsDock"));
-    params_dock->setWidget(params_scroll);
-    addDockWidget(Qt::RightDockWidgetArea, params_dock);
-    resizeDocks({model_dock, params_dock}, {255, 250}, Qt::Horizontal);
-    resizeDocks({model_dock, adapters_dock}, {430, 250}, Qt::Vertical);
-
+    buildDocks();
     composer_ = new PromptComposer(this);
     board_ = new RequestBoard(requests_, this);
     auto* requests_page = new QSplitter(Qt::Vertical, this);
@@ -168,13 +136,42 @@ void MainWindow::buildLayout(EngineFactory lab_factory) {
     lab_ = new LabView(bridge_, std::move(lab_factory), this);
     tabs_->addTab(lab_, tr("Batching lab"));
     setCentralWidget(tabs_);
-
-    QMenu* view = menuBar()->addMenu(tr("&View"));
-    for (QDockWidget* d : {model_dock, adapters_dock, params_dock}) view->addAction(d->toggleViewAction());
-
     status_ = new QLabel(this);
     statusBar()->addPermanentWidget(status_, 1);
+    connectPanels();
+}
 
+QDockWidget* MainWindow::addDock(const QString& title, const QString& name, QWidget* content, Qt::DockWidgetArea area) {
+    auto* dock = new QDockWidget(title, this);
+    dock->setObjectName(name);
+    dock->setWidget(content);
+    addDockWidget(area, dock);
+    return dock;
+}
+
+void MainWindow::buildDocks() {
+    model_panel_ = new ModelPanel(this);
+    QDockWidget* model_dock = addDock(tr("Model"), QStringLiteral("modelDock"), model_panel_, Qt::LeftDockWidgetArea);
+    adapters_panel_ = new AdaptersPanel(adapters_, this);
+    QDockWidget* adapters_dock = addDock(tr("Adapters"), QStringLiteral("adaptersDock"), adapters_panel_, Qt::LeftDockWidgetArea);
+    splitDockWidget(model_dock, adapters_dock, Qt::Vertical);
+
+    params_panel_ = new ParamsPanel(this);
+    auto* params_scroll = new QScrollArea(this);
+    params_scroll->setWidget(params_panel_);
+    params_scroll->setWidgetResizable(true);
+    params_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    // The scroll area hides its content's minimum width from the dock: state it, so nothing is clipped.
+    params_scroll->setMinimumWidth(params_panel_->minimumSizeHint().width() + params_scroll->verticalScrollBar()->sizeHint().width() + 4);
+    params_dock_ = addDock(tr("Parameters"), QStringLiteral("paramsDock"), params_scroll, Qt::RightDockWidgetArea);
+    resizeDocks({model_dock, params_dock_}, {255, 250}, Qt::Horizontal);
+    resizeDocks({model_dock, adapters_dock}, {430, 250}, Qt::Vertical);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    for (QDockWidget* d : {model_dock, adapters_dock, params_dock_}) view->addAction(d->toggleViewAction());
+}
+
+void MainWindow::connectPanels() {
     connect(model_panel_, &ModelPanel::loadRequested, this, [this] { loadModel(model_panel_->modelDir()); });
     connect(model_panel_, &ModelPanel::cancelRequested, bridge_, &EngineBridge::cancelLoad);
     connect(model_panel_, &ModelPanel::browseRequested, this, &MainWindow::browseForModel);
@@ -225,7 +222,8 @@ void MainWindow::connectBridge() {
         steps_->clear();
         followServerMetrics();
         inspector_->setEngineAvailable(true);
-        rememberRecent(kRecentModels, dir);
+        settings_->rememberModel(dir);
+        refreshRecentMenu();
         refreshStatus();
     });
     connect(bridge_, &EngineBridge::loadFailed, this, [this](const QString& dir, const QString& message) {
@@ -242,7 +240,8 @@ void MainWindow::connectBridge() {
     });
     connect(bridge_, &EngineBridge::adapterLoaded, this, [this](const AdapterInfo& info) {
         adapters_->markLoaded(info);
-        rememberRecent(kRecentAdapters, QString::fromStdString(info.path));
+        settings_->rememberAdapter(QString::fromStdString(info.path));
+        refreshRecentMenu();
     });
     connect(bridge_, &EngineBridge::adapterFailed, this, [this](const QString& name, const QString&, const QString& message) {
         adapters_->markFailed(name, message);
@@ -299,23 +298,11 @@ std::vector<Ticket> MainWindow::submit(const QStringList& targets, bool first_pr
         report(tr("No model loaded"), tr("Load a model before submitting prompts."));
         return tickets;
     }
-    const GenerationParams base = params_panel_->params();
     // Everything sent by one action joins the engine's batch at the same step, however long the
     // window takes to add each row.
     bridge_->holdSubmissions(true);
-    for (const PromptItem& item : items) {
-        const QStringList item_targets = item.adapter && compare_group == 0 ? QStringList{*item.adapter} : targets;
-        for (const QString& target : item_targets) {
-            Request r;
-            r.prompt = item.prompt.toStdString();
-            r.adapter = target.toStdString();
-            r.params = mergeParams(base, item.overrides);
-            if (!item.client_id.isEmpty())
-                r.client_id = (item_targets.size() > 1 ? QStringLiteral("%1@%2").arg(item.client_id, target.isEmpty() ? QStringLiteral("base") : target)
-                                                       : item.client_id).toStdString();
-            if (const Ticket t = bridge_->submit(std::move(r), compare_group)) tickets.push_back(t);
-        }
-    }
+    for (Request& r : fanOutRequests(items, targets, params_panel_->params(), compare_group != 0))
+        if (const Ticket t = bridge_->submit(std::move(r), compare_group)) tickets.push_back(t);
     bridge_->holdSubmissions(false);
     refreshStatus();
     return tickets;
@@ -353,7 +340,7 @@ void MainWindow::cancelSelectedOrLoad() {
 }
 
 void MainWindow::browseForModel() {
-    const QStringList recent_dirs = recent(kRecentModels);
+    const QStringList recent_dirs = settings_->recentModels();
     const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a Hugging Face model directory"),
                                                           recent_dirs.isEmpty() ? QDir::homePath() : recent_dirs.front());
     if (!dir.isEmpty()) loadModel(dir);
@@ -365,7 +352,7 @@ void MainWindow::pickFromHfCache() {
 }
 
 void MainWindow::browseForAdapter() {
-    const QStringList recent_dirs = recent(kRecentAdapters);
+    const QStringList recent_dirs = settings_->recentAdapters();
     const QString dir = QFileDialog::getExistingDirectory(this, tr("Add a PEFT LoRA adapter directory"),
                                                           recent_dirs.isEmpty() ? QDir::homePath() : recent_dirs.front());
     if (!dir.isEmpty()) addAdapter(dir);
@@ -410,48 +397,32 @@ void MainWindow::refreshStatus() {
     inspector_->setEngineAvailable(engine);
 }
 
-QStringList MainWindow::recent(const QString& key) const { return settings_->value(key).toStringList(); }
-
-void MainWindow::rememberRecent(const QString& key, const QString& dir) {
-    if (dir.isEmpty()) return;
-    QStringList list = recent(key);
-    list.removeAll(dir);
-    list.prepend(dir);
-    while (list.size() > kRecentMax) list.removeLast();
-    settings_->setValue(key, list);
-    refreshRecentMenu();
-}
-
 void MainWindow::refreshRecentMenu() {
-    const QStringList models = recent(kRecentModels);
+    const QStringList models = settings_->recentModels();
     recent_menu_->clear();
     for (const QString& dir : models) recent_menu_->addAction(dir, this, [this, dir] { loadModel(dir); });
     recent_menu_->setEnabled(!models.isEmpty());
     model_panel_->setRecentModels(models);
-    adapters_panel_->setRecentAdapters(recent(kRecentAdapters));
+    adapters_panel_->setRecentAdapters(settings_->recentAdapters());
 }
 
 void MainWindow::restoreSettings() {
     refreshRecentMenu();
-    model_panel_->setDevice(settings_->value(QStringLiteral("model/device")).toString());
-    model_panel_->setDtype(settings_->value(QStringLiteral("model/dtype")).toString());
-    model_panel_->setThreads(settings_->value(QStringLiteral("model/threads"), 0).toInt());
-    const QStringList models = recent(kRecentModels);
+    const WindowSettings::ModelChoice model = settings_->modelChoice();
+    model_panel_->setDevice(model.device);
+    model_panel_->setDtype(model.dtype);
+    model_panel_->setThreads(model.threads);
+    const QStringList models = settings_->recentModels();
     if (!models.isEmpty()) model_panel_->setModelDir(models.front());
-    params_panel_->applyChangedValues(settings_->value(QStringLiteral("params")).toMap());
-    if (!restoreGeometry(settings_->value(QStringLiteral("window/geometry")).toByteArray())) resize(1280, 800);
-    restoreState(settings_->value(QStringLiteral("window/state")).toByteArray());
+    params_panel_->applyChangedValues(settings_->changedParams());
+    if (!restoreGeometry(settings_->geometry())) resize(1280, 800);
+    restoreState(settings_->dockState());
 }
 
 void MainWindow::saveSettings() {
     const EngineOptions o = model_panel_->options();
-    settings_->setValue(QStringLiteral("model/device"), QString::fromStdString(o.device));
-    settings_->setValue(QStringLiteral("model/dtype"), QString::fromStdString(o.dtype));
-    settings_->setValue(QStringLiteral("model/threads"), o.threads);
-    settings_->setValue(QStringLiteral("params"), params_panel_->changedValues());
-    settings_->setValue(QStringLiteral("window/geometry"), saveGeometry());
-    settings_->setValue(QStringLiteral("window/state"), saveState());
-    settings_->sync();
+    const WindowSettings::ModelChoice model{QString::fromStdString(o.device), QString::fromStdString(o.dtype), o.threads};
+    settings_->save(model, params_panel_->changedValues(), saveGeometry(), saveState());
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {

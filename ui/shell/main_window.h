@@ -12,7 +12,6 @@
 class QAction;
 class QDockWidget;
 class QLabel;
-class QSettings;
 class QTabWidget;
 
 namespace lorascope::ui {
@@ -31,6 +30,7 @@ class RequestBoard;
 class RequestTableModel;
 class ServerMetricsModel;
 class StepStatsModel;
+class WindowSettings;
 
 struct MainWindowOptions {
     EngineFactory engine_factory;
@@ -84,11 +84,12 @@ protected:
 private:
     void buildActions();
     void buildLayout(EngineFactory lab_factory);
+    void buildDocks();
+    QDockWidget* addDock(const QString& title, const QString& name, QWidget* content, Qt::DockWidgetArea area);
+    void connectPanels();
     void connectBridge();
     void followServerMetrics();   // after a load: poll a remote server's /metrics, or stop
     void restoreSettings();
-    void rememberRecent(const QString& key, const QString& dir);
-    QStringList recent(const QString& key) const;
     void refreshRecentMenu();
     void refreshStatus();
     void browseForModel();
@@ -100,7 +101,7 @@ private:
     std::vector<Ticket> submit(const QStringList& targets, bool first_prompt_only, int compare_group);
 
     std::shared_ptr<ErrorReporter> reporter_;
-    std::unique_ptr<QSettings> settings_;
+    std::unique_ptr<WindowSettings> settings_;
     EngineBridge* bridge_ = nullptr;
     RequestTableModel* requests_ = nullptr;
     AdapterListModel* adapters_ = nullptr;
