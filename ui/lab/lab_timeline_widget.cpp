@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "lab/lab_run_data.h"
 #include "common/tooltip_event.h"
+#include "lab/lab_run_data.h"
 
 namespace lorascope::ui {
 
@@ -134,27 +134,37 @@ void LabTimelineWidget::paintEvent(QPaintEvent*) {
     p.drawText(QRect(0, queue.top(), kLeft - 4, queue.height()), Qt::AlignRight | Qt::AlignVCenter, tr("queue"));
     p.fillRect(queue, palette().alternateBase());
     p.fillRect(rows, palette().alternateBase());
-    const int steps = stepCount();
-    if (steps == 0) {
+    if (stepCount() == 0) {
         p.setPen(palette().color(QPalette::PlaceholderText));
         p.drawText(rows, Qt::AlignCenter, tr("No steps yet: define a workload and press Run"));
         return;
     }
-    const int n_rows = qMax(1, run_->rows());
     // One image column per pixel when zoomed out, one per step when zoomed in.
     const double visible = steps_per_px_ * rows.width();
-    const int first = qMax(0, int(std::floor(first_step_)));
-    const int last = qMin(steps, int(std::ceil(first_step_ + visible)));
-    if (last <= first) return;
-    const int columns = qMin(last - first, rows.width());
-    const double per_column = double(last - first) / double(columns);
-    QImage image(columns, n_rows, QImage::Format_RGB32);
+    Span span;
+    span.first = qMax(0, int(std::floor(first_step_)));
+    span.last = qMin(stepCount(), int(std::ceil(first_step_ + visible)));
+    if (span.last <= span.first) return;
+    span.columns = qMin(span.last - span.first, rows.width());
+    span.x0 = kLeft + (span.first - first_step_) / steps_per_px_;
+    span.width = (span.last - span.first) / steps_per_px_;
+    std::vector<int64_t> queue_at;
+    const QImage cells = renderCells(span, &queue_at);
+    drawCells(p, rows, span, cells);
+    int64_t max_queue = 1;   // over every step shown, also those between the sampled columns
+    for (int step = span.first; step < span.last; ++step) max_queue = std::max(max_queue, run_->steps()[size_t(step)].queue_depth);
+    drawQueue(p, queue, span, queue_at, max_queue);
+    drawAxes(p, rows, queue, span, max_queue);
+}
+
+QImage LabTimelineWidget::renderCells(const Span& span, std::vector<int64_t>* queue_at) const {
+    const int n_rows = qMax(1, run_->rows());
+    const double per_column = double(span.last - span.first) / double(span.columns);
+    QImage image(span.columns, n_rows, QImage::Format_RGB32);
     image.fill(palette().alternateBase().color());
-    int64_t max_queue = 1;
-    for (int s = first; s < last; ++s) max_queue = std::max(max_queue, run_->steps()[size_t(s)].queue_depth);
-    std::vector<int64_t> queue_at(size_t(columns), 0);
-    for (int c = 0; c < columns; ++c) {
-        const int step = first + int(c * per_column);
+    queue_at->assign(size_t(span.columns), 0);
+    for (int c = 0; c < span.columns; ++c) {
+        const int step = span.first + int(c * per_column);
         for (int row = 0; row < n_rows; ++row) {
             const int index = run_->cellAt(step, row);
             if (index < 0) continue;
@@ -162,14 +172,16 @@ void LabTimelineWidget::paintEvent(QPaintEvent*) {
             if (index == selected_) colour = qRgb(20, 20, 20);
             image.setPixel(c, row, colour);
         }
-        queue_at[size_t(c)] = run_->steps()[size_t(step)].queue_depth;
+        (*queue_at)[size_t(c)] = run_->steps()[size_t(step)].queue_depth;
     }
-    const double x0 = kLeft + (first - first_step_) / steps_per_px_;
-    const double w = (last - first) / steps_per_px_;
-    const QRectF target(x0, rows.top(), w, rows.height());
+    return image;
+}
+
+void LabTimelineWidget::drawCells(QPainter& p, const QRect& rows, const Span& span, const QImage& cells) const {
+    const int n_rows = cells.height();
     p.save();
     p.setClipRect(rows);
-    p.drawImage(target, image);
+    p.drawImage(QRectF(span.x0, rows.top(), span.width, rows.height()), cells);
     // Row separators once cells are tall enough to tell apart.
     if (rows.height() / n_rows >= 6) {
         p.setPen(palette().color(QPalette::Base));
@@ -179,16 +191,24 @@ void LabTimelineWidget::paintEvent(QPaintEvent*) {
         }
     }
     p.restore();
+}
+
+void LabTimelineWidget::drawQueue(QPainter& p, const QRect& queue, const Span& span, const std::vector<int64_t>& queue_at,
+                                  int64_t max_queue) const {
     p.save();
     p.setClipRect(queue);
     const QColor queue_colour(0xd0, 0x80, 0x30);
-    const double col_w = w / columns;
-    for (int c = 0; c < columns; ++c) {
+    const double col_w = span.width / span.columns;
+    for (int c = 0; c < span.columns; ++c) {
         const double h = double(queue.height() - 2) * double(queue_at[size_t(c)]) / double(max_queue);
-        if (h > 0) p.fillRect(QRectF(x0 + c * col_w, queue.bottom() - h, qMax(1.0, col_w), h), queue_colour);
+        if (h > 0) p.fillRect(QRectF(span.x0 + c * col_w, queue.bottom() - h, qMax(1.0, col_w), h), queue_colour);
     }
     p.restore();
-    // Axes: row numbers left, step numbers below, queue scale in the strip.
+}
+
+// Row numbers left, step numbers below, the queue's scale in its strip.
+void LabTimelineWidget::drawAxes(QPainter& p, const QRect& rows, const QRect& queue, const Span& span, int64_t max_queue) const {
+    const int n_rows = qMax(1, run_->rows());
     p.setPen(palette().color(QPalette::Text));
     QFont small = font();
     small.setPointSizeF(small.pointSizeF() * 0.8);
@@ -203,7 +223,7 @@ void LabTimelineWidget::paintEvent(QPaintEvent*) {
     const double raw = 80 * steps_per_px_;
     const double mag = std::pow(10.0, std::floor(std::log10(qMax(1.0, raw))));
     const int tick = int(qMax(1.0, raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag));
-    for (int s = (first / tick) * tick; s < last; s += tick) {
+    for (int s = (span.first / tick) * tick; s < span.last; s += tick) {
         const double x = kLeft + (s - first_step_) / steps_per_px_;
         if (x < kLeft || x > rows.right()) continue;
         p.drawLine(QPointF(x, rows.bottom() + 1), QPointF(x, rows.bottom() + 4));

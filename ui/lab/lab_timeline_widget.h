@@ -6,7 +6,12 @@
 // hovering names the request (id, adapter, prompt length, state) and a click selects it.
 #pragma once
 
+#include <QImage>
 #include <QWidget>
+#include <cstdint>
+#include <vector>
+
+class QPainter;
 
 namespace lorascope::ui {
 
@@ -46,6 +51,16 @@ protected:
     void resizeEvent(QResizeEvent* e) override;
 
 private:
+    // The steps shown, [first, last), as `columns` image columns over `width` pixels from `x0`.
+    struct Span {
+        int first = 0, last = 0, columns = 0;
+        double x0 = 0, width = 0;
+    };
+    QImage renderCells(const Span& span, std::vector<int64_t>* queue_at) const;
+    void drawCells(QPainter& p, const QRect& rows, const Span& span, const QImage& cells) const;
+    void drawQueue(QPainter& p, const QRect& queue, const Span& span, const std::vector<int64_t>& queue_at,
+                   int64_t max_queue) const;
+    void drawAxes(QPainter& p, const QRect& rows, const QRect& queue, const Span& span, int64_t max_queue) const;
     QRect rowsRect() const;
     QRect queueRect() const;
     int stepCount() const;

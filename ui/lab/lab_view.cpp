@@ -31,8 +31,34 @@ LabView::LabView(EngineBridge* bridge, EngineFactory factory, QWidget* parent)
     : QWidget(parent), bridge_(bridge), runner_(new LabRunner(std::move(factory), this)) {
     auto* outer = new QHBoxLayout(this);
     outer->setContentsMargins(2, 2, 2, 2);
+    outer->addWidget(buildSetupColumn());
+    // Right: controls, the summary, the timelines, the charts and the requests.
+    auto* right = new QWidget(this);
+    auto* right_layout = new QVBoxLayout(right);
+    right_layout->setContentsMargins(0, 0, 0, 0);
+    right_layout->addWidget(buildControls());
+    setMinStepMs(0);
+    right_layout->addWidget(buildSummaryTable());
+    right_layout->addWidget(buildResults(), 1);
+    outer->addWidget(right, 1);
 
-    // Left: the workload and the two policies.
+    chart_timer_ = new QTimer(this);
+    chart_timer_->setSingleShot(true);
+    chart_timer_->setInterval(250);   // charts are costly: at most 4 redraws a second
+    connect(chart_timer_, &QTimer::timeout, this, &LabView::refreshNow);
+    connectRunner();
+    connect(timeline_a_, &LabTimelineWidget::requestClicked, this, [this](int i) { selectRequest(0, i); });
+    connect(timeline_b_, &LabTimelineWidget::requestClicked, this, [this](int i) { selectRequest(1, i); });
+    connect(form_, &LabWorkloadForm::loadRequested, this, &LabView::loadWorkloadFile);
+    connect(form_, &LabWorkloadForm::saveRequested, this, &LabView::saveWorkloadFile);
+    timeline_a_->setRun(nullptr, tr("A"));
+    timeline_b_->setRun(nullptr, tr("B"));
+    usePreset();
+    refreshStatus();
+}
+
+// Left: the workload and the two policies, scrolled.
+QWidget* LabView::buildSetupColumn() {
     auto* left = new QWidget(this);
     auto* left_layout = new QVBoxLayout(left);
     left_layout->setContentsMargins(0, 0, 0, 0);
@@ -47,16 +73,12 @@ LabView::LabView(EngineBridge* bridge, EngineFactory factory, QWidget* parent)
     scroll->setWidgetResizable(true);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     scroll->setFixedWidth(qMin(left->sizeHint().width(), 320) + 18);
-    outer->addWidget(scroll);
+    return scroll;
+}
 
-    // Right: controls, the summary, the timelines, the charts and the requests.
-    auto* right = new QWidget(this);
-    auto* right_layout = new QVBoxLayout(right);
-    right_layout->setContentsMargins(0, 0, 0, 0);
-    right_layout->addWidget(buildControls());
-    setMinStepMs(0);
+QWidget* LabView::buildSummaryTable() {
     summary_ = new LabSummaryModel(this);
-    summary_table_ = new QTableView(right);
+    summary_table_ = new QTableView(this);
     summary_table_->setModel(summary_);
     summary_table_->setAccessibleName(tr("Lab summary: the bench figures of each policy"));
     summary_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
@@ -67,9 +89,12 @@ LabView::LabView(EngineBridge* bridge, EngineFactory factory, QWidget* parent)
     summary_table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     summary_table_->setFixedHeight(2 * summary_table_->verticalHeader()->defaultSectionSize() +
                                    2 * summary_table_->fontMetrics().lineSpacing() + 8);
-    right_layout->addWidget(summary_table_);
+    return summary_table_;
+}
 
-    auto* split = new QSplitter(Qt::Vertical, right);
+// The two timelines over the charts and the requests table.
+QWidget* LabView::buildResults() {
+    auto* split = new QSplitter(Qt::Vertical, this);
     timeline_a_ = new LabTimelineWidget(split);
     timeline_b_ = new LabTimelineWidget(split);
     tabs_ = new QTabWidget(split);
@@ -94,14 +119,10 @@ LabView::LabView(EngineBridge* bridge, EngineFactory factory, QWidget* parent)
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 2);
     split->setStretchFactor(2, 5);
-    right_layout->addWidget(split, 1);
-    outer->addWidget(right, 1);
+    return split;
+}
 
-    chart_timer_ = new QTimer(this);
-    chart_timer_->setSingleShot(true);
-    chart_timer_->setInterval(250);   // charts are costly: at most 4 redraws a second
-    connect(chart_timer_, &QTimer::timeout, this, &LabView::refreshNow);
-
+void LabView::connectRunner() {
     connect(runner_, &LabRunner::started, this, [this] {
         timeline_a_->setRun(&runner_->data(0), run_policy_names_.value(0));
         timeline_b_->setRun(runner_->policyCount() > 1 ? &runner_->data(1) : nullptr, run_policy_names_.value(1));
@@ -127,14 +148,6 @@ LabView::LabView(EngineBridge* bridge, EngineFactory factory, QWidget* parent)
     connect(runner_, &LabRunner::failed, this, [this](const QString& message) {
         Q_EMIT errorOccurred(tr("The lab run failed"), message);
     });
-    connect(timeline_a_, &LabTimelineWidget::requestClicked, this, [this](int i) { selectRequest(0, i); });
-    connect(timeline_b_, &LabTimelineWidget::requestClicked, this, [this](int i) { selectRequest(1, i); });
-    connect(form_, &LabWorkloadForm::loadRequested, this, &LabView::loadWorkloadFile);
-    connect(form_, &LabWorkloadForm::saveRequested, this, &LabView::saveWorkloadFile);
-    timeline_a_->setRun(nullptr, tr("A"));
-    timeline_b_->setRun(nullptr, tr("B"));
-    usePreset();
-    refreshStatus();
 }
 
 QWidget* LabView::buildRunButtons() {

@@ -60,6 +60,10 @@ Q_SIGNALS:
 
 private:
     QWidget* buildControls();
+    QWidget* buildSetupColumn();
+    QWidget* buildSummaryTable();
+    QWidget* buildResults();
+    void connectRunner();
     QWidget* buildRunButtons();
     void refreshSummary();
     void refreshStatus();

@@ -100,36 +100,7 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent), elapsed_(std::make_un
     buttons->addWidget(hf_);
     layout->addLayout(buttons);
 
-    auto* form = new QFormLayout;
-    device_ = new QComboBox(this);
-    device_->setEditable(true);
-    device_->addItems({QStringLiteral("cpu"), QStringLiteral("cuda"), QStringLiteral("cuda:1")});
-    device_->setAccessibleName(tr("Device"));
-    dtype_ = new QComboBox(this);
-    dtype_->addItems({QStringLiteral("float32"), QStringLiteral("bfloat16"), QStringLiteral("int8"),
-                      QStringLiteral("float16")});
-    dtype_->setItemData(3, tr("the whole model in float16: for CUDA (on the CPU it runs through ATen, slowly)"),
-                        Qt::ToolTipRole);
-    dtype_->setAccessibleName(tr("Data type"));
-    dtype_note_ = new QLabel(this);
-    dtype_note_->setWordWrap(true);
-    dtype_note_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    connect(dtype_, &QComboBox::currentTextChanged, this, [this] { updateDtypeNote(); });
-    threads_ = new QSpinBox(this);
-    threads_->setRange(0, 256);
-    threads_->setSpecialValueText(tr("all cores (%1)").arg(QThread::idealThreadCount()));
-    threads_->setAccessibleName(tr("Compute threads"));
-    form->addRow(tr("Device"), device_);
-    form->addRow(tr("Dtype"), dtype_);
-    form->addRow(QString(), dtype_note_);
-    form->addRow(tr("Threads"), threads_);
-    token_ = new QLineEdit(this);
-    token_->setEchoMode(QLineEdit::Password);
-    token_->setPlaceholderText(tr("for a server that needs one"));
-    token_->setAccessibleName(tr("Server API token"));
-    form->addRow(tr("API token"), token_);
-    layout->addLayout(form);
-
+    layout->addLayout(buildComputeForm());
     auto* load_row = new QHBoxLayout;
     load_ = new QPushButton(tr("Load model"), this);
     load_->setAccessibleName(tr("Load model"));
@@ -164,6 +135,40 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent), elapsed_(std::make_un
     connect(browse_, &QPushButton::clicked, this, &ModelPanel::browseRequested);
     connect(hf_, &QPushButton::clicked, this, &ModelPanel::hfCacheRequested);
     connect(dir_->lineEdit(), &QLineEdit::returnPressed, this, &ModelPanel::loadRequested);
+}
+
+// Device, dtype (with what it computes on this CPU), threads and a server's token.
+QFormLayout* ModelPanel::buildComputeForm() {
+    auto* form = new QFormLayout;
+    device_ = new QComboBox(this);
+    device_->setEditable(true);
+    device_->addItems({QStringLiteral("cpu"), QStringLiteral("cuda"), QStringLiteral("cuda:1")});
+    device_->setAccessibleName(tr("Device"));
+    dtype_ = new QComboBox(this);
+    dtype_->addItems({QStringLiteral("float32"), QStringLiteral("bfloat16"), QStringLiteral("int8"),
+                      QStringLiteral("float16")});
+    dtype_->setItemData(3, tr("the whole model in float16: for CUDA (on the CPU it runs through ATen, slowly)"),
+                        Qt::ToolTipRole);
+    dtype_->setAccessibleName(tr("Data type"));
+    dtype_note_ = new QLabel(this);
+    dtype_note_->setWordWrap(true);
+    dtype_note_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    connect(dtype_, &QComboBox::currentTextChanged, this, [this] { updateDtypeNote(); });
+    threads_ = new QSpinBox(this);
+    threads_->setRange(0, 256);
+    threads_->setSpecialValueText(tr("all cores (%1)").arg(QThread::idealThreadCount()));
+    threads_->setAccessibleName(tr("Compute threads"));
+    form->addRow(tr("Device"), device_);
+    form->addRow(tr("Dtype"), dtype_);
+    form->addRow(QString(), dtype_note_);
+    form->addRow(tr("Threads"), threads_);
+    token_ = new QLineEdit(this);
+    token_->setEchoMode(QLineEdit::Password);
+    token_->setPlaceholderText(tr("for a server that needs one"));
+    token_->setAccessibleName(tr("Server API token"));
+    form->addRow(tr("API token"), token_);
+
+    return form;
 }
 
 ModelPanel::~ModelPanel() = default;

@@ -9,6 +9,7 @@
 #include "lorascope/runtime.h"
 
 class QComboBox;
+class QFormLayout;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
@@ -57,6 +58,7 @@ Q_SIGNALS:
     void hfCacheRequested();
 
 private:
+    QFormLayout* buildComputeForm();
     QComboBox* dir_ = nullptr;
     QComboBox* device_ = nullptr;
     QComboBox* dtype_ = nullptr;

@@ -48,8 +48,26 @@ ParamsPanel::ParamsPanel(QWidget* parent) : QWidget(parent) {
     source_->setWordWrap(true);
     outer->addWidget(source_);
 
+    createControls();
     auto* form = new QFormLayout;
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    addRows(form);
+    outer->addLayout(form);
+    outer->addStretch(1);
+
+    setValues(defaults_);
+    connect(preset_, qOverload<int>(&QComboBox::activated), this, [this](int i) { applyPreset(Preset(i)); });
+    auto changed = [this] { updateEnabledState(); Q_EMIT paramsChanged(); };
+    for (QSpinBox* b : {max_new_, min_new_, top_k_, no_repeat_, beams_, seed_}) connect(b, &QSpinBox::valueChanged, this, changed);
+    for (QDoubleSpinBox* b : {temperature_, top_p_, typical_p_, min_p_, repetition_, length_penalty_})
+        connect(b, &QDoubleSpinBox::valueChanged, this, changed);
+    for (QCheckBox* b : {do_sample_, fixed_seed_, ignore_eos_, logprobs_}) connect(b, &QCheckBox::toggled, this, changed);
+    connect(early_stopping_, qOverload<int>(&QComboBox::currentIndexChanged), this, changed);
+    connect(stop_, &QLineEdit::textChanged, this, changed);
+    updateEnabledState();
+}
+
+void ParamsPanel::createControls() {
     max_new_ = intBox(1, 1000000, tr("Maximum new tokens"), this);
     min_new_ = intBox(0, 1000000, tr("Minimum new tokens"), this);
     do_sample_ = new QCheckBox(tr("Sample"), this);
@@ -77,9 +95,6 @@ ParamsPanel::ParamsPanel(QWidget* parent) : QWidget(parent) {
     fixed_seed_ = new QCheckBox(tr("fixed"), this);
     fixed_seed_->setAccessibleName(tr("Use a fixed seed"));
     seed_ = intBox(0, INT_MAX, tr("Seed"), this);
-    auto* seed_row = new QHBoxLayout;
-    seed_row->addWidget(fixed_seed_);
-    seed_row->addWidget(seed_, 1);
     ignore_eos_ = new QCheckBox(tr("Ignore EOS"), this);
     ignore_eos_->setToolTip(tr("Keep generating past the end-of-sequence token"));
     ignore_eos_->setAccessibleName(tr("Ignore end of sequence"));
@@ -87,6 +102,12 @@ ParamsPanel::ParamsPanel(QWidget* parent) : QWidget(parent) {
     logprobs_->setToolTip(tr("Report each token's log-probability (shown on hover in the comparison view)"));
     logprobs_->setAccessibleName(tr("Report log-probabilities"));
 
+}
+
+void ParamsPanel::addRows(QFormLayout* form) {
+    auto* seed_row = new QHBoxLayout;
+    seed_row->addWidget(fixed_seed_);
+    seed_row->addWidget(seed_, 1);
     form->addRow(tr("Max new tokens"), max_new_);
     form->addRow(tr("Min new tokens"), min_new_);
     form->addRow(QString(), do_sample_);
@@ -104,19 +125,6 @@ ParamsPanel::ParamsPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("Seed"), seed_row);
     form->addRow(QString(), ignore_eos_);
     form->addRow(QString(), logprobs_);
-    outer->addLayout(form);
-    outer->addStretch(1);
-
-    setValues(defaults_);
-    connect(preset_, qOverload<int>(&QComboBox::activated), this, [this](int i) { applyPreset(Preset(i)); });
-    auto changed = [this] { updateEnabledState(); Q_EMIT paramsChanged(); };
-    for (QSpinBox* b : {max_new_, min_new_, top_k_, no_repeat_, beams_, seed_}) connect(b, &QSpinBox::valueChanged, this, changed);
-    for (QDoubleSpinBox* b : {temperature_, top_p_, typical_p_, min_p_, repetition_, length_penalty_})
-        connect(b, &QDoubleSpinBox::valueChanged, this, changed);
-    for (QCheckBox* b : {do_sample_, fixed_seed_, ignore_eos_, logprobs_}) connect(b, &QCheckBox::toggled, this, changed);
-    connect(early_stopping_, qOverload<int>(&QComboBox::currentIndexChanged), this, changed);
-    connect(stop_, &QLineEdit::textChanged, this, changed);
-    updateEnabledState();
 }
 
 ParamsPanel::Values ParamsPanel::valuesFrom(const GenerationConfig& c) {

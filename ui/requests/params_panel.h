@@ -11,6 +11,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QFormLayout;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
@@ -57,6 +58,8 @@ Q_SIGNALS:
     void paramsChanged();
 
 private:
+    void createControls();
+    void addRows(QFormLayout* form);
     void updateEnabledState();
     Values defaults_;
     QComboBox* preset_ = nullptr;
