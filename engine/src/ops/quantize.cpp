@@ -64,6 +64,14 @@ void row_minmax_scalar(const float* x, int64_t n, float* lo, float* hi) {
 
 inline int32_t round_even(float v) { return static_cast<int32_t>(std::nearbyint(v)); }
 
+void dequantize_row_scalar(const int32_t* acc, int64_t n, float row_scale, float row_min, const float* col_scale,
+                           const float* col_offset, const float* bias, float* y) {
+    for (int64_t j = 0; j < n; ++j) {
+        const float off = std::fma(row_min, col_offset[j], bias ? bias[j] : 0.0f);
+        y[j] = std::fma(static_cast<float>(acc[j]), row_scale * col_scale[j], off);
+    }
+}
+
 void quantize_row_scalar(const float* x, int64_t n, float offset, float inv, int lo, int hi, uint8_t* out) {
     for (int64_t k = 0; k < n; ++k) out[k] = static_cast<uint8_t>(std::clamp(round_even((x[k] - offset) * inv), lo, hi));
 }
@@ -213,14 +221,6 @@ LS_AVX2 void quantize_row_avx2(const float* x, int64_t n, float offset, float in
     quantize_row_scalar(x + k, n - k, offset, inv, lo, hi, out + k);
 }
 
-void dequantize_row_scalar(const int32_t* acc, int64_t n, float row_scale, float row_min, const float* col_scale,
-                           const float* col_offset, const float* bias, float* y) {
-    for (int64_t j = 0; j < n; ++j) {
-        const float off = std::fma(row_min, col_offset[j], bias ? bias[j] : 0.0f);
-        y[j] = std::fma(static_cast<float>(acc[j]), row_scale * col_scale[j], off);
-    }
-}
-
 LS_AVX2 void dequantize_row_avx2(const int32_t* acc, int64_t n, float row_scale, float row_min, const float* col_scale,
                                  const float* col_offset, const float* bias, float* y) {
     const __m256 rs = _mm256_set1_ps(row_scale), rm = _mm256_set1_ps(row_min);
@@ -333,6 +333,7 @@ void dequantize_s32(const int32_t* acc, int64_t rows, int64_t cols, const float*
         if (p == Path::Avx2)
             return dequantize_row_avx2(a, j1 - j0, row_scale[i], row_min[i], col_scale + j0, col_offset + j0, b, out);
 #endif
+        (void)p;
         dequantize_row_scalar(a, j1 - j0, row_scale[i], row_min[i], col_scale + j0, col_offset + j0, b, out);
     };
     if (rows == 1) {
@@ -361,6 +362,7 @@ void to_bf16_rows(const float* x, int64_t rows, int64_t cols, int64_t ldx, uint1
                 continue;
             }
 #endif
+            (void)native;
             for (int64_t k = 0; k < cols; ++k) o[k] = bf16_round(row[k]);
         }
     });
