@@ -36,7 +36,9 @@ namespace avx2 {
 #define PG_INT 1
 #define PG_VNNI 0
 #define PG_BF16 1
-#define PG_MR 4
+#define PG_TILE_I8 4, 1
+#define PG_TILE_I4 4, 1
+#define PG_TILE_BF16 4, 1
 #include "ops/panel_gemm_simd_256.inc"
 #define PG_MADDUBS(x, w) _mm256_maddubs_epi16((x), (w))
 #define PG_MADD1(v) _mm256_madd_epi16((v), _mm256_set1_epi16(1))
@@ -56,7 +58,9 @@ namespace avx_vnni {
 #define PG_INT 1
 #define PG_VNNI 1
 #define PG_BF16 0
-#define PG_MR 4
+#define PG_TILE_I8 6, 1
+#define PG_TILE_I4 4, 1
+#define PG_TILE_BF16 4, 1
 #include "ops/panel_gemm_simd_256.inc"
 #define PG_DPBUSD(acc, x, w) _mm256_dpbusd_avx_epi32((acc), (x), (w))
 #define PG_Q4_STEP(acc, x, w) PG_DPBUSD(acc, x, w)
@@ -74,7 +78,9 @@ namespace avx512 {
 #define PG_INT 0
 #define PG_VNNI 0
 #define PG_BF16 1
-#define PG_MR 8
+#define PG_TILE_I8 6, 4
+#define PG_TILE_I4 4, 2
+#define PG_TILE_BF16 4, 4
 #include "ops/panel_gemm_simd_512.inc"
 #include "ops/panel_gemm_simd.inc"
 }  // namespace avx512
@@ -88,7 +94,9 @@ namespace avx512_vnni {
 #define PG_INT 1
 #define PG_VNNI 1
 #define PG_BF16 0
-#define PG_MR 8
+#define PG_TILE_I8 6, 4
+#define PG_TILE_I4 4, 2
+#define PG_TILE_BF16 4, 4
 #include "ops/panel_gemm_simd_512.inc"
 #define PG_DPBUSD(acc, x, w) _mm512_dpbusd_epi32((acc), (x), (w))
 #define PG_Q4_STEP(acc, x, w) PG_DPBUSD(acc, x, w)
