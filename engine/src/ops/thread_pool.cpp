@@ -124,18 +124,23 @@ private:
         }
     }
 
-    // Waits for a job newer than `seen`: spins up to spin_us_, then sleeps. False: stop.
+    // Waits for a job newer than `seen`: spins up to spin_us_, yielding the core every ~64 pauses
+    // (another runnable thread on it, an OpenMP worker of ATen or oneDNN or a neighbour's, runs
+    // then), then sleeps. False: stop.
     bool wait_job(uint64_t seen) {
         const auto deadline = Clock::now() + std::chrono::microseconds(spin_us_);
         for (int64_t i = 0; generation_.load(std::memory_order_acquire) == seen; ++i) {
             if (stop_.load(std::memory_order_relaxed)) return false;
             relax();
-            if ((i & 63) == 63 && Clock::now() >= deadline) {
-                std::unique_lock<std::mutex> lock(sleep_mutex_);
-                sleepers_.fetch_add(1, std::memory_order_seq_cst);
-                wake_.wait(lock, [&] { return generation_.load(std::memory_order_seq_cst) != seen || stop_.load(); });
-                sleepers_.fetch_sub(1, std::memory_order_relaxed);
+            if ((i & 63) != 63) continue;
+            if (Clock::now() < deadline) {
+                std::this_thread::yield();
+                continue;
             }
+            std::unique_lock<std::mutex> lock(sleep_mutex_);
+            sleepers_.fetch_add(1, std::memory_order_seq_cst);
+            wake_.wait(lock, [&] { return generation_.load(std::memory_order_seq_cst) != seen || stop_.load(); });
+            sleepers_.fetch_sub(1, std::memory_order_relaxed);
         }
         return !stop_.load(std::memory_order_relaxed);
     }
