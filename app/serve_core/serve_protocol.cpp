@@ -118,6 +118,37 @@ void validate_with_engine(ParsedRequest& r, const ServedModel& model) {
     }
 }
 
+// OpenAI's sampling fields: its own names and ranges first, then the engine's parser under the
+// engine's names. As in OpenAI and vLLM, temperature defaults to 1 and 0 decodes greedily.
+GenerationParams openai_params(const json& body, const ServedModel& model) {
+    check_stop_shape(body, true);
+    double temperature = 1.0;
+    if (auto t = body.find("temperature"); t != body.end() && !t->is_null()) {
+        if (!t->is_number()) invalid("`temperature` must be a number");
+        temperature = t->get<double>();
+        if (!(temperature >= 0 && temperature <= 2)) invalid("`temperature` must be in [0, 2]");
+    }
+    const int64_t max_tokens = read_int(body, "max_tokens").value_or(16);   // OpenAI's and vLLM's default
+    if (max_tokens < 1) invalid("`max_tokens` must be strictly positive");
+    const bool ignore_eos = read_bool(body, "ignore_eos_token").value_or(read_bool(body, "ignore_eos").value_or(false));
+    json knobs = pick(body, {{"top_p", "top_p"}, {"top_k", "top_k"}, {"repetition_penalty", "repetition_penalty"},
+                             {"stop", "stop"}, {"seed", "seed"}});
+    if (knobs.contains("top_k") && knobs["top_k"] == -1) knobs["top_k"] = 0;   // vLLM's "disabled"
+    if (temperature > 0) knobs["temperature"] = temperature;                  // 0: greedy decoding
+    knobs["max_new_tokens"] = max_tokens;
+    GenerationParams g = parse_knobs(knobs, model, "request");
+    g.do_sample = temperature > 0;
+    g.temperature = g.temperature.value_or(1.0);
+    g.top_p = g.top_p.value_or(1.0);
+    g.top_k = g.top_k.value_or(0);
+    g.typical_p = 1.0;
+    g.repetition_penalty = g.repetition_penalty.value_or(1.0);
+    g.ignore_eos = ignore_eos;
+    g.num_beams = 1;
+    g.num_return_sequences = 1;
+    return g;
+}
+
 }  // namespace
 
 json error_body(const std::string& message, const std::string& error_type) {
@@ -291,33 +322,8 @@ ParsedRequest parse_openai_completion(const json& body, const ServedModel& model
         if (auto n = read_int(body, key); n && *n != 1)
             invalid(std::string("`") + key + "` must be 1: lorascope serve decodes one sequence per request");
 
-    check_stop_shape(body, true);
-    // OpenAI's own names and ranges first; then the engine's parser under the engine's names.
-    double temperature = 1.0;
-    if (auto t = body.find("temperature"); t != body.end() && !t->is_null()) {
-        if (!t->is_number()) invalid("`temperature` must be a number");
-        temperature = t->get<double>();
-        if (!(temperature >= 0 && temperature <= 2)) invalid("`temperature` must be in [0, 2]");
-    }
-    const int64_t max_tokens = read_int(body, "max_tokens").value_or(16);   // OpenAI's and vLLM's default
-    if (max_tokens < 1) invalid("`max_tokens` must be strictly positive");
-    const bool ignore_eos = read_bool(body, "ignore_eos_token").value_or(read_bool(body, "ignore_eos").value_or(false));
-    json knobs = pick(body, {{"top_p", "top_p"}, {"top_k", "top_k"}, {"repetition_penalty", "repetition_penalty"},
-                             {"stop", "stop"}, {"seed", "seed"}});
-    if (knobs.contains("top_k") && knobs["top_k"] == -1) knobs["top_k"] = 0;   // vLLM's "disabled"
-    if (temperature > 0) knobs["temperature"] = temperature;                  // 0: greedy decoding
-    knobs["max_new_tokens"] = max_tokens;
+    r.request.params = openai_params(body, model);
     GenerationParams& g = r.request.params;
-    g = parse_knobs(knobs, model, "request");
-    g.do_sample = temperature > 0;
-    g.temperature = g.temperature.value_or(1.0);
-    g.top_p = g.top_p.value_or(1.0);
-    g.top_k = g.top_k.value_or(0);
-    g.typical_p = 1.0;
-    g.repetition_penalty = g.repetition_penalty.value_or(1.0);
-    g.ignore_eos = ignore_eos;
-    g.num_beams = 1;
-    g.num_return_sequences = 1;
     g.logprobs = true;
     if (auto lp = read_int(body, "logprobs")) {
         if (*lp < 0) invalid("`logprobs` must be 0 or 1");
