@@ -340,6 +340,7 @@ void Connection::end_exchange() {
     generation_.reset();
     slot_.release();
     stream_done_ = false;
+    answered_ = true;
     if (close_after_ || host_.context().draining) {
         linger();
         return;

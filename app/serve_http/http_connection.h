@@ -71,6 +71,11 @@ public:
     // Not serving a request: waiting for one, or reading one's head or body. The server closes
     // these first (at its open-connection cap, and when it drains).
     bool between_requests() const;
+    // Kept alive after an answer and waiting for nothing the client has sent: what a drain closes.
+    // A fresh connection, or one whose request is arriving, is left to read its head, which the
+    // drain answers 503: closing it could drop a request already on its way (a client then reads a
+    // reset where it should read why).
+    bool kept_alive_idle() const { return state_ == State::Idle && answered_ && buffer_.size() == 0; }
     bool reading_body() const { return state_ == State::Body; }
     Clock::time_point waiting_since() const { return waiting_since_; }
 
@@ -111,7 +116,7 @@ private:
     ServingSlot slot_;
     int64_t reading_reserved_ = 0;   // of ServeContext's body-reading bytes
     std::unique_ptr<Generation> generation_;
-    bool client_keep_alive_ = true, close_after_ = false, reading_ = false, writing_ = false, stream_done_ = false;
+    bool client_keep_alive_ = true, close_after_ = false, answered_ = false, reading_ = false, writing_ = false, stream_done_ = false;
     std::string out_, writing_bytes_;
     size_t lingered_ = 0;   // bytes discarded while lingering
     char discard_[4096];

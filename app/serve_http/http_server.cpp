@@ -169,10 +169,10 @@ void LoraxServer::on_closed(Connection& connection) {
 
 void LoraxServer::publish_open_count() { context_.metrics->set_open_connections(static_cast<int64_t>(connections_.size())); }
 
-void LoraxServer::close_between_requests() {
+void LoraxServer::close_kept_alive() {
     std::vector<std::shared_ptr<Connection>> idle;
     for (auto& [raw, weak] : connections_)
-        if (auto c = weak.lock(); c && c->between_requests()) idle.push_back(std::move(c));
+        if (auto c = weak.lock(); c && c->kept_alive_idle()) idle.push_back(std::move(c));
     for (auto& c : idle) c->close("draining");
 }
 
@@ -180,7 +180,7 @@ void LoraxServer::close_between_requests() {
 // connection (a load balancer then knows why); every connection is closed after its answer.
 void LoraxServer::begin_drain() {
     context_.draining = true;
-    asio::post(*io_, [this] { close_between_requests(); });
+    asio::post(*io_, [this] { close_kept_alive(); });
 }
 
 void LoraxServer::stop() {

@@ -6,9 +6,9 @@
 // Bounded everywhere (ServeLimits): the kernel's accept queue, the sockets held (past the cap the
 // longest-waiting connection that is not being served is closed for the newcomer), the requests
 // served at once (429 past --max-connections), each request's head and body in bytes and in time,
-// each write, each stream's unsent events. Shutdown: begin_drain() closes the connections that are
-// not being served and answers every new request 503 (then closes its connection); stop() closes
-// everything and returns run() at once, whatever the clients do.
+// each write, each stream's unsent events. Shutdown: begin_drain() closes the kept-alive idle
+// connections and answers every request whose head arrives from then on 503 (then closes its
+// connection); stop() closes everything and returns run() at once, whatever the clients do.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -63,7 +63,7 @@ public:
     int bind();
     // Serves on the calling thread until stop(). Returns false when the listening socket failed.
     bool run();
-    // Thread-safe. New requests are answered 503 from now on, connections not being served are
+    // Thread-safe. New requests are answered 503 from now on, kept-alive idle connections are
     // closed, requests running go on (each connection closes after its answer).
     void begin_drain();
     // Thread-safe. Closes every connection (their requests are cancelled) and makes run() return.
@@ -81,7 +81,7 @@ public:
 private:
     void accept();
     void admit(boost::asio::ip::tcp::socket socket);
-    void close_between_requests();
+    void close_kept_alive();
     // The connection that has waited longest among those `pick` accepts (not `except`), or null.
     std::shared_ptr<Connection> oldest(const std::function<bool(const Connection&)>& pick, const Connection* except);
     void publish_open_count();
