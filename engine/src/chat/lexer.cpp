@@ -98,8 +98,8 @@ private:
         size_t q = p + 2;
         char sign = 0;
         if (q < s_.size() && (s_[q] == '-' || s_[q] == '+')) sign = s_[q++];
-        if (kind == '%') refuse_raw(q);
         emit_text_before_tag(p, kind, sign);
+        if (kind == '%') refuse_raw(q);
         pos_ = q;
         line_starting_ = false;
         if (kind == '#') comment();

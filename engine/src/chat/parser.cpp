@@ -63,7 +63,7 @@ void Parser::fail(ErrorKind kind, int line, const std::string& message) const {
 
 Parser::DepthGuard::DepthGuard(Parser& parser, int line) : p(parser) {
     if (++p.depth_ > p.max_depth_)
-        p.fail(ErrorKind::Unsafe, line, "nesting deeper than the limit of " + std::to_string(p.max_depth_));
+        p.fail(ErrorKind::Unsafe, line, "statements and expressions nested deeper than the limit of " + std::to_string(p.max_depth_));
 }
 
 int Parser::depth_of(const ast::Expr* e) const { return e ? e->depth : 0; }
