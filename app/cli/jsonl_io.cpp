@@ -33,6 +33,7 @@ std::vector<JsonLine> read_json_lines(const std::string& path) {
         if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
         JsonLine line;
         line.line_number = number;
+        line.text = text;
         if (const size_t nul = text.find('\0'); nul != std::string::npos) {
             // nlohmann stops at a NUL byte and would take `{} <NUL> anything` for `{}`.
             line.parse_error = "line " + std::to_string(number) + " is not valid JSON: a NUL byte at column " +
