@@ -11,4 +11,5 @@ set(LORASCOPE_FUZZ_TARGETS
   tokenize             # encode / decode / streaming detokenization, every tokenizer kind
   jsonl_request        # a JSON Lines request line with its params
   bench_workload       # the bench workload file
+  chat_template        # a chat template with messages, tools and variables (parse and render)
 )
