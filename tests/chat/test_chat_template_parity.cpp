@@ -23,10 +23,7 @@ using lorascope::test::OrderedJson;
 
 namespace {
 
-const OrderedJson& records() {
-    static const OrderedJson r = lorascope::test::read_ordered_json(lorascope::test::oracle_dir() + "/chat/records.json");
-    return r;
-}
+const OrderedJson& records() { return lorascope::test::oracle_records("chat/records.json"); }
 
 // Renders one record with `render` and checks it against what transformers did. Returns a
 // description of the mismatch, or "" when it agrees.

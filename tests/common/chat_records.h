@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -21,6 +22,14 @@ inline OrderedJson read_ordered_json(const std::string& path) {
     std::stringstream buffer;
     buffer << in.rdbuf();
     return OrderedJson::parse(buffer.str());
+}
+
+// An oracle records file under LORASCOPE_ORACLE_DIR, read once (null when absent).
+inline const OrderedJson& oracle_records(const std::string& relative) {
+    static std::map<std::string, OrderedJson> cache;
+    auto it = cache.find(relative);
+    if (it == cache.end()) it = cache.emplace(relative, read_ordered_json(oracle_dir() + "/" + relative)).first;
+    return it->second;
 }
 
 inline std::string read_text(const std::string& path) {

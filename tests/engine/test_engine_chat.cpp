@@ -17,21 +17,17 @@
 
 #include <fstream>
 
-using lorascope::Conversation;
 using lorascope::FinishReason;
 using lorascope::Request;
 using lorascope::test::OrderedJson;
 
 namespace {
 
-const OrderedJson& records() {
-    static const OrderedJson r = lorascope::test::read_ordered_json(lorascope::test::oracle_dir() + "/chat_engine/records.json");
-    return r;
-}
+const OrderedJson& records() { return lorascope::test::oracle_records("chat_engine/records.json"); }
 
 std::string model_dir(const char* which = "model") { return lorascope::test::oracle_dir() + "/chat_engine/" + which; }
 
-Conversation conversation_of(const OrderedJson& record) {
+lorascope::Conversation conversation_of(const OrderedJson& record) {
     return lorascope::parse_conversation_json(record["messages"].dump(), record.contains("tools") ? record["tools"].dump() : "", "record");
 }
 

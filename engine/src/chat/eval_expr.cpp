@@ -12,15 +12,8 @@ namespace lorascope::chat {
 
 using ast::ExprKind;
 
-// One expression, with the failures of what it runs placed at its line.
 Value Evaluator::eval(const ast::Expr& e) {
-    DepthGuard guard(*this, e.line);
-    try {
-        charge(1);
-        return eval_inner(e);
-    } catch (const RenderError& err) {
-        fail(err.kind(), e.line, err.what());
-    }
+    return at_line(e.line, [&] { return eval_inner(e); });
 }
 
 Value Evaluator::eval_inner(const ast::Expr& e) {
@@ -182,12 +175,7 @@ Value Evaluator::eval_filter(const ast::Expr& e, const Value* subject_override) 
 }
 
 Value Evaluator::apply_filter_chain(const ast::Expr& filter, const Value& subject) {
-    DepthGuard guard(*this, filter.line);
-    try {
-        return eval_filter(filter, &subject);
-    } catch (const RenderError& err) {
-        fail(err.kind(), filter.line, err.what());
-    }
+    return at_line(filter.line, [&] { return eval_filter(filter, &subject); });
 }
 
 bool Evaluator::eval_test(const ast::Expr& e) {

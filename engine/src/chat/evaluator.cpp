@@ -136,15 +136,8 @@ Value Evaluator::eval_in(const ast::Expr& e, const std::shared_ptr<Scope>& scope
     }
 }
 
-// One statement, with the failures of what it runs placed at its line.
 Evaluator::Flow Evaluator::exec(const ast::Stmt& s) {
-    DepthGuard guard(*this, s.line);
-    try {
-        charge(1);
-        return exec_inner(s);
-    } catch (const RenderError& e) {
-        fail(e.kind(), s.line, e.what());
-    }
+    return at_line(s.line, [&] { return exec_inner(s); });
 }
 
 Evaluator::Flow Evaluator::exec_inner(const ast::Stmt& s) {

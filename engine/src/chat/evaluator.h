@@ -17,6 +17,7 @@
 
 #include "chat/ast.h"
 #include "chat/builtins.h"
+#include "chat/render_error.h"
 #include "chat/value.h"
 #include "lorascope/chat.h"
 #include "lorascope/error.h"
@@ -67,6 +68,18 @@ private:
         ~DepthGuard() { --ev.depth_; }
         Evaluator& ev;
     };
+    // Runs one statement or expression at `line`: one step, one level of nesting, and the
+    // RenderErrors of what it runs placed at that line.
+    template <class Run>
+    auto at_line(int line, Run&& run) -> decltype(run()) {
+        DepthGuard guard(*this, line);
+        try {
+            charge(1);
+            return run();
+        } catch (const RenderError& e) {
+            fail(e.kind(), line, e.what());
+        }
+    }
 
     Flow exec(const ast::Stmt& s);
     Flow exec_inner(const ast::Stmt& s);

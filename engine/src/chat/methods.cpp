@@ -81,30 +81,20 @@ const std::string& ascii_self(Evaluator& ev, const Value& self, const char* name
     if (!is_ascii(s)) fail_unsupported(std::string("str.") + name + "() of non-ASCII text is not supported (no Unicode case tables)");
     return s;
 }
-Value m_upper(Evaluator& ev, const Value& self, CallArgs& args) {
-    bind_args("upper", args, {});
-    return Value::string(ascii_upper(ascii_self(ev, self, "upper")));
+Value ascii_case(Evaluator& ev, const Value& self, CallArgs& args, const char* name, std::string (*fn)(std::string_view)) {
+    bind_args(name, args, {});
+    return Value::string(fn(ascii_self(ev, self, name)));
 }
-Value m_lower(Evaluator& ev, const Value& self, CallArgs& args) {
-    bind_args("lower", args, {});
-    return Value::string(ascii_lower(ascii_self(ev, self, "lower")));
+Value ascii_test(Evaluator& ev, const Value& self, CallArgs& args, const char* name, bool (*fn)(std::string_view)) {
+    bind_args(name, args, {});
+    return Value::boolean(fn(ascii_self(ev, self, name)));
 }
-Value m_title(Evaluator& ev, const Value& self, CallArgs& args) {
-    bind_args("title", args, {});
-    return Value::string(ascii_title(ascii_self(ev, self, "title")));
-}
-Value m_capitalize(Evaluator& ev, const Value& self, CallArgs& args) {
-    bind_args("capitalize", args, {});
-    return Value::string(ascii_capitalize(ascii_self(ev, self, "capitalize")));
-}
-Value m_islower(Evaluator& ev, const Value& self, CallArgs& args) {
-    bind_args("islower", args, {});
-    return Value::boolean(ascii_islower(ascii_self(ev, self, "islower")));
-}
-Value m_isupper(Evaluator& ev, const Value& self, CallArgs& args) {
-    bind_args("isupper", args, {});
-    return Value::boolean(ascii_isupper(ascii_self(ev, self, "isupper")));
-}
+Value m_upper(Evaluator& ev, const Value& self, CallArgs& args) { return ascii_case(ev, self, args, "upper", ascii_upper); }
+Value m_lower(Evaluator& ev, const Value& self, CallArgs& args) { return ascii_case(ev, self, args, "lower", ascii_lower); }
+Value m_title(Evaluator& ev, const Value& self, CallArgs& args) { return ascii_case(ev, self, args, "title", ascii_title); }
+Value m_capitalize(Evaluator& ev, const Value& self, CallArgs& args) { return ascii_case(ev, self, args, "capitalize", ascii_capitalize); }
+Value m_islower(Evaluator& ev, const Value& self, CallArgs& args) { return ascii_test(ev, self, args, "islower", ascii_islower); }
+Value m_isupper(Evaluator& ev, const Value& self, CallArgs& args) { return ascii_test(ev, self, args, "isupper", ascii_isupper); }
 
 Value m_isspace(Evaluator& ev, const Value& self, CallArgs& args) {
     bind_args("isspace", args, {});

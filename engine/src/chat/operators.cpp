@@ -30,21 +30,16 @@ const char* symbol(ast::BinaryOp op) {
 
 [[noreturn]] void fail_overflow() { fail_unsupported("integer results beyond 64 bits are not supported"); }
 
-int64_t checked_add(int64_t x, int64_t y) {
+// x op y where op is one of the __builtin_*_overflow checks (which cannot be passed themselves).
+template <class Op>
+int64_t checked(Op op, int64_t x, int64_t y) {
     int64_t r = 0;
-    if (__builtin_add_overflow(x, y, &r)) fail_overflow();
+    if (op(x, y, &r)) fail_overflow();
     return r;
 }
-int64_t checked_sub(int64_t x, int64_t y) {
-    int64_t r = 0;
-    if (__builtin_sub_overflow(x, y, &r)) fail_overflow();
-    return r;
-}
-int64_t checked_mul(int64_t x, int64_t y) {
-    int64_t r = 0;
-    if (__builtin_mul_overflow(x, y, &r)) fail_overflow();
-    return r;
-}
+int64_t checked_add(int64_t x, int64_t y) { return checked([](int64_t a, int64_t b, int64_t* r) { return __builtin_add_overflow(a, b, r); }, x, y); }
+int64_t checked_sub(int64_t x, int64_t y) { return checked([](int64_t a, int64_t b, int64_t* r) { return __builtin_sub_overflow(a, b, r); }, x, y); }
+int64_t checked_mul(int64_t x, int64_t y) { return checked([](int64_t a, int64_t b, int64_t* r) { return __builtin_mul_overflow(a, b, r); }, x, y); }
 
 int64_t int_power(int64_t base, int64_t exponent) {
     int64_t result = 1;

@@ -50,27 +50,24 @@ ExprPtr Parser::parse_condexpr() {
     return expr;
 }
 
+ExprPtr Parser::operands(ExprKind kind, int line, ExprPtr first, ExprPtr second) {
+    std::vector<ExprPtr> parts;
+    parts.push_back(std::move(first));
+    if (second) parts.push_back(std::move(second));
+    return node(kind, line, std::move(parts));
+}
+
 ExprPtr Parser::parse_or() {
     const int line = cur().line;
     ExprPtr left = parse_and();
-    while (skip_name("or")) {
-        std::vector<ExprPtr> parts;
-        parts.push_back(std::move(left));
-        parts.push_back(parse_and());
-        left = node(ExprKind::Or, line, std::move(parts));
-    }
+    while (skip_name("or")) left = operands(ExprKind::Or, line, std::move(left), parse_and());
     return left;
 }
 
 ExprPtr Parser::parse_and() {
     const int line = cur().line;
     ExprPtr left = parse_not();
-    while (skip_name("and")) {
-        std::vector<ExprPtr> parts;
-        parts.push_back(std::move(left));
-        parts.push_back(parse_not());
-        left = node(ExprKind::And, line, std::move(parts));
-    }
+    while (skip_name("and")) left = operands(ExprKind::And, line, std::move(left), parse_not());
     return left;
 }
 
@@ -79,9 +76,7 @@ ExprPtr Parser::parse_not() {
         const int line = cur().line;
         next();
         DepthGuard guard(*this, line);
-        std::vector<ExprPtr> parts;
-        parts.push_back(parse_not());
-        return node(ExprKind::Not, line, std::move(parts));
+        return operands(ExprKind::Not, line, parse_not());
     }
     return parse_compare();
 }
@@ -129,10 +124,7 @@ ExprPtr Parser::parse_math1() {
     while (is_op("+") || is_op("-")) {
         const auto op = is_op("+") ? ast::BinaryOp::Add : ast::BinaryOp::Subtract;
         next();
-        std::vector<ExprPtr> parts;
-        parts.push_back(std::move(left));
-        parts.push_back(parse_concat());
-        left = node(ExprKind::Binary, line, std::move(parts));
+        left = operands(ExprKind::Binary, line, std::move(left), parse_concat());
         left->binary_op = op;
     }
     return left;
@@ -159,10 +151,7 @@ ExprPtr Parser::parse_math2() {
             if (is_op(entry.first)) found = &entry;
         if (!found) return left;
         next();
-        std::vector<ExprPtr> parts;
-        parts.push_back(std::move(left));
-        parts.push_back(parse_pow());
-        left = node(ExprKind::Binary, line, std::move(parts));
+        left = operands(ExprKind::Binary, line, std::move(left), parse_pow());
         left->binary_op = found->second;
     }
 }
@@ -171,10 +160,7 @@ ExprPtr Parser::parse_pow() {
     const int line = cur().line;
     ExprPtr left = parse_unary();
     while (skip_op("**")) {
-        std::vector<ExprPtr> parts;
-        parts.push_back(std::move(left));
-        parts.push_back(parse_unary());
-        left = node(ExprKind::Binary, line, std::move(parts));
+        left = operands(ExprKind::Binary, line, std::move(left), parse_unary());
         left->binary_op = ast::BinaryOp::Power;
     }
     return left;
@@ -187,9 +173,7 @@ ExprPtr Parser::parse_unary(bool with_filter) {
         const ExprKind kind = is_op("-") ? ExprKind::Negative : ExprKind::Positive;
         next();
         DepthGuard guard(*this, line);
-        std::vector<ExprPtr> parts;
-        parts.push_back(parse_unary(false));
-        e = node(kind, line, std::move(parts));
+        e = operands(kind, line, parse_unary(false));
     } else {
         e = parse_primary();
     }
@@ -273,11 +257,7 @@ ExprPtr Parser::parse_postfix(ExprPtr e) {
         if (is_op(".") || is_op("[")) {
             e = parse_subscript(std::move(e));
         } else if (is_op("(")) {
-            std::vector<ExprPtr> parts;
-            const int line = cur().line;
-            parts.push_back(std::move(e));
-            e = node(ExprKind::Call, line, std::move(parts));
-            parse_call_args(*e);
+            e = parse_call(std::move(e));
         } else {
             return e;
         }
@@ -291,15 +271,17 @@ ExprPtr Parser::parse_filter_expr(ExprPtr e) {
         } else if (is_name("is")) {
             e = parse_test(std::move(e));
         } else if (is_op("(")) {
-            std::vector<ExprPtr> parts;
-            const int line = cur().line;
-            parts.push_back(std::move(e));
-            e = node(ExprKind::Call, line, std::move(parts));
-            parse_call_args(*e);
+            e = parse_call(std::move(e));
         } else {
             return e;
         }
     }
+}
+
+ExprPtr Parser::parse_call(ExprPtr callee) {
+    ExprPtr call = operands(ExprKind::Call, cur().line, std::move(callee));
+    parse_call_args(*call);
+    return call;
 }
 
 ExprPtr Parser::parse_subscript(ExprPtr e) {
@@ -420,10 +402,7 @@ ExprPtr Parser::parse_test(ExprPtr subject) {
         t->depth = std::max(t->depth, argument->depth + 1);
         t->operands.push_back(std::move(argument));
     }
-    if (!negated) return t;
-    std::vector<ExprPtr> not_parts;
-    not_parts.push_back(std::move(t));
-    return node(ExprKind::Not, line, std::move(not_parts));
+    return negated ? operands(ExprKind::Not, line, std::move(t)) : std::move(t);
 }
 
 }  // namespace lorascope::chat

@@ -47,6 +47,8 @@ private:
         Parser& p;
     };
     ast::ExprPtr node(ast::ExprKind kind, int line, std::vector<ast::ExprPtr> operands = {});
+    // A node of one or two operands (unary and binary operators, calls).
+    ast::ExprPtr operands(ast::ExprKind kind, int line, ast::ExprPtr first, ast::ExprPtr second = nullptr);
     int depth_of(const ast::Expr* e) const;
 
     // ---- statements (parser.cpp) ----
@@ -82,6 +84,7 @@ private:
     ast::ExprPtr parse_dict();
     ast::ExprPtr parse_postfix(ast::ExprPtr node);
     ast::ExprPtr parse_filter_expr(ast::ExprPtr node);
+    ast::ExprPtr parse_call(ast::ExprPtr callee);
     ast::ExprPtr parse_subscript(ast::ExprPtr node);
     ast::ExprPtr parse_slice_part();
     void parse_call_args(ast::Expr& call);

@@ -12,15 +12,15 @@ namespace lorascope::chat {
 
 namespace {
 
-struct CodePointRange {
+struct CodepointRange {
     char32_t first, last;
 };
 #include "chat/py_text_tables.inc"
 
 template <size_t N>
-bool in_ranges(const CodePointRange (&table)[N], char32_t cp) {
+bool in_ranges(const CodepointRange (&table)[N], char32_t cp) {
     const auto* end = table + N;
-    const auto* it = std::upper_bound(table, end, cp, [](char32_t c, const CodePointRange& r) { return c < r.first; });
+    const auto* it = std::upper_bound(table, end, cp, [](char32_t c, const CodepointRange& r) { return c < r.first; });
     return it != table && cp <= (it - 1)->last;
 }
 
@@ -289,23 +289,21 @@ std::string ascii_capitalize(std::string_view text) {
     return out;
 }
 
-bool ascii_islower(std::string_view text) {
+namespace {
+// Some letter of case `want` and none of the other.
+bool all_cased(std::string_view text, bool want_lower) {
     bool cased = false;
     for (char c : text) {
-        if (c >= 'A' && c <= 'Z') return false;
-        if (c >= 'a' && c <= 'z') cased = true;
+        if (!letter(c)) continue;
+        if ((c >= 'a') != want_lower) return false;
+        cased = true;
     }
     return cased;
 }
+}  // namespace
 
-bool ascii_isupper(std::string_view text) {
-    bool cased = false;
-    for (char c : text) {
-        if (c >= 'a' && c <= 'z') return false;
-        if (c >= 'A' && c <= 'Z') cased = true;
-    }
-    return cased;
-}
+bool ascii_islower(std::string_view text) { return all_cased(text, true); }
+bool ascii_isupper(std::string_view text) { return all_cased(text, false); }
 
 std::string py_repr_string(std::string_view text) {
     const bool has_single = text.find('\'') != std::string_view::npos;
