@@ -89,6 +89,8 @@ private Q_SLOTS:
         expect_load_error("{% from 'x' import y %}", ErrorKind::Unsupported, {"from"});
         expect_load_error("{{ 99999999999999999999 }}", ErrorKind::Unsupported, {"integer literal"});
         expect_load_error("{{ café }}", ErrorKind::Unsupported, {"non-ASCII"});
+        expect_load_error("{% set ns = namespace(n=0) %}\n{% for m in messages if ns.n < 1 %}{% if true %}{% set ns.n = 1 %}{% endif %}"
+                          "{% endfor %}", ErrorKind::Unsupported, {"line 2", "`if` filter"});
     }
 
     void syntax_errors_fail_to_load() {
@@ -179,6 +181,26 @@ private Q_SLOTS:
                      "in.json");
         expect_error([] { lorascope::parse_conversation_json("[{\"role\": \"user\", \"content\": \"x\", \"n\": 123456789012345678901}]", "", "in.json"); },
                      ErrorKind::Unsupported, {"64 bits"}, "in.json");
+    }
+
+    // messages_to_json writes what parse_conversation_json reads, extra fields in their order.
+    void messages_round_trip_through_json() {
+        const std::vector<lorascope::ChatMessage> messages = {
+            {"system", "Be brief.", ""},
+            {"assistant", std::nullopt, "{\"tool_calls\":[{\"function\":{\"name\":\"f\",\"arguments\":{\"b\":1,\"a\":2}}}],\"name\":\"x\"}"},
+            {"user", "caf\u00e9 \"quoted\"", ""}};
+        const std::string json = lorascope::messages_to_json(messages);
+        QCOMPARE(QString::fromStdString(json),
+                 QString("[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"assistant\",\"content\":null,"
+                         "\"tool_calls\":[{\"function\":{\"name\":\"f\",\"arguments\":{\"b\":1,\"a\":2}}}],\"name\":\"x\"},"
+                         "{\"role\":\"user\",\"content\":\"caf\u00e9 \\\"quoted\\\"\"}]"));
+        const Conversation back = lorascope::parse_conversation_json(json, "", "round trip");
+        QCOMPARE(back.messages.size(), messages.size());
+        for (size_t i = 0; i < messages.size(); ++i) {
+            QCOMPARE(back.messages[i].role, messages[i].role);
+            QVERIFY(back.messages[i].content == messages[i].content);
+            QCOMPARE(back.messages[i].extra_json, messages[i].extra_json);
+        }
     }
 
     // One parsed template renders on several threads at once, each render as it does alone.

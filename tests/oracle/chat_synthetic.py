@@ -169,4 +169,6 @@ CASES = [
     ("beyond_recursive_loop", "{% for v in [[1], [2]] recursive %}{{ v }}{% endfor %}", True),
     ("beyond_big_int", "{{ 2 ** 64 }}", True),
     ("beyond_big_int_filter", "{{ 1e20|int }}", True),
+    ("beyond_lazy_loop_filter", "{% set ns = namespace(done=false) %}{% for m in messages if not ns.done %}{{ m.role }}"
+                                "{% set ns.done = true %}{% endfor %}", True),
 ]

@@ -9,6 +9,16 @@ namespace {
 // Tags jinja2 knows that this engine leaves out; anything else unknown is jinja2's own error too.
 const char* const kUnsupportedTags[] = {"block", "extends", "include", "import", "from", "call", "autoescape", "raw"};
 
+// Whether a body (at any depth) assigns a namespace attribute.
+bool assigns_namespace(const ast::Body& body) {
+    for (const auto& s : body) {
+        if (s->kind == ast::StmtKind::SetAttribute || (s->kind == ast::StmtKind::SetBlock && !s->attribute.empty())) return true;
+        for (const auto& inner : s->bodies)
+            if (assigns_namespace(inner)) return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 ast::Body parse_template(const std::vector<Token>& tokens, const std::string& origin, int max_depth) {
@@ -195,6 +205,10 @@ ast::StmtPtr Parser::parse_for() {
     ++loop_depth_;
     s->bodies.push_back(parse_statements({"endfor", "else"}, false));
     --loop_depth_;
+    // The evaluator filters a loop's items before its first iteration; jinja2 filters each item as
+    // the loop reaches it, so a filter reading a namespace the body changes would see other values.
+    if (s->exprs[1] && assigns_namespace(s->bodies[0]))
+        fail(ErrorKind::Unsupported, s->line, "a for loop with an `if` filter whose body assigns namespace attributes is not supported");
     const bool has_else = is_name("else");
     next();
     s->bodies.push_back(has_else ? parse_statements({"endfor"}, true) : ast::Body{});
