@@ -31,9 +31,11 @@ const char* const kUsage =
     "         [--max-batch-size N] [--max-batch-tokens N] [--adapter-memory-budget BYTES] [--kv-cache-mb MIB] [--prefill-budget TOKENS]\n"
     "         [--input FILE|-] [--output FILE|-] [--stats FILE]\n"
     "       lorascope-cli generate --demo [--demo-model t5|bart|bloom] [--demo-dir DIR] [options above]\n"
-    "  input:  JSON Lines {\"id\", \"prompt\" | \"input_ids\", \"adapter\", \"params\": {max_new_tokens, min_new_tokens,\n"
+    "  input:  JSON Lines {\"id\", \"prompt\" | \"input_ids\" | \"messages\", \"adapter\", \"params\": {max_new_tokens, min_new_tokens,\n"
     "          do_sample, temperature, top_k, top_p, typical_p, min_p, repetition_penalty, no_repeat_ngram_size,\n"
     "          num_beams, num_return_sequences, length_penalty, early_stopping, stop, seed, ignore_eos, logprobs}}\n"
+    "          \"messages\": [{\"role\", \"content\", ...}] (with optional \"tools\", \"chat_template_kwargs\"): a conversation the\n"
+    "          model's chat template renders (add_generation_prompt), as lorascope-cli chat-template prints it\n"
     "  output: JSON Lines {\"id\", \"text\", \"token_ids\", \"finish_reason\", \"prompt_tokens\", \"generated_tokens\",\n"
     "          \"queue_ms\", \"time_to_first_token_ms\", \"total_ms\",\n"
     "          \"stop_sequence\" (finish_reason stop: the one that matched), \"logprobs\" (when asked), \"sequences\" (num_return_sequences > 1: [{\"text\", \"token_ids\", \"score\" (beams)}],\n"
@@ -122,7 +124,7 @@ std::vector<JsonLine> demo_tour_requests(const DemoModel& model) {
             json r = {{"id", "ex" + std::to_string(i + 1) + "/" + (t.empty() ? "base" : t)},
                       {"prompt", model.example_prompts[i]}};
             if (!t.empty()) r["adapter"] = t;
-            lines.push_back(JsonLine{lines.size() + 1, std::move(r), {}});
+            lines.push_back(JsonLine{lines.size() + 1, std::move(r), {}, {}});
         }
     }
     return lines;
@@ -170,7 +172,7 @@ int cmd_generate(int argc, char** argv) {
             continue;
         }
         try {
-            Request request = parse_request(*line.value, source);
+            Request request = parse_request(*line.value, source, line.text);
             request.client_id = OutputSink::client_id_for(client_id);
             engine->submit(std::move(request), sink);
             ++submitted;

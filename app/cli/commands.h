@@ -10,5 +10,6 @@ int cmd_generate(int argc, char** argv);  // cmd_generate.cpp
 int cmd_score(int argc, char** argv);     // cmd_score.cpp
 int cmd_bench(int argc, char** argv);     // cmd_bench.cpp
 int cmd_serve(int argc, char** argv);     // cmd_serve.cpp
+int cmd_chat_template(int argc, char** argv);  // cmd_chat_template.cpp
 
 }  // namespace lorascope::cli

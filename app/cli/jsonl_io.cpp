@@ -34,6 +34,7 @@ std::vector<JsonLine> read_json_lines(const std::string& path) {
         if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
         JsonLine line;
         line.line_number = number;
+        line.text = text;
         try {
             // Bounded nesting (lorascope/json_input.h); a NUL byte or 1e309 is refused there too.
             nlohmann::json value = parse_json_input(text, "line " + std::to_string(number));

@@ -18,6 +18,7 @@ struct JsonLine {
     size_t line_number = 0;
     std::optional<nlohmann::json> value;  // absent when the line is not a JSON object
     std::string parse_error;
+    std::string text;                     // the line as read (parse_request reads key order from it)
 };
 
 // Reads every non-empty line of `path` ("-" = stdin). Throws lorascope::Error when unreadable.

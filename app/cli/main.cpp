@@ -19,6 +19,7 @@ struct Command {
 const Command kCommands[] = {
     {"info", lorascope::cli::cmd_info, "print a JSON summary of a model directory (and adapters)"},
     {"tokenize", lorascope::cli::cmd_tokenize, "encode text to ids or decode ids to text"},
+    {"chat-template", lorascope::cli::cmd_chat_template, "print the prompt a model's chat template makes of a conversation"},
     {"generate", lorascope::cli::cmd_generate, "generate for JSON Lines requests"},
     {"score", lorascope::cli::cmd_score, "cross-entropy of given targets (JSON Lines)"},
     {"bench", lorascope::cli::cmd_bench, "run a workload through the engine and report speed and memory"},
@@ -27,7 +28,7 @@ const Command kCommands[] = {
 
 void usage(FILE* out) {
     std::fprintf(out, "usage: lorascope-cli <command> [options]\n\ncommands:\n");
-    for (const auto& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+    for (const auto& c : kCommands) std::fprintf(out, "  %-13s %s\n", c.name, c.summary);
     std::fprintf(out, "\nRun 'lorascope-cli <command> --help' for a command's options.\n");
 }
 

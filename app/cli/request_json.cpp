@@ -1,5 +1,6 @@
 #include "request_json.h"
 
+#include "lorascope/chat.h"
 #include "lorascope/error.h"
 #include "lorascope/params_json.h"
 
@@ -7,16 +8,42 @@ namespace lorascope::cli {
 
 using nlohmann::json;
 
-Request parse_request(const json& r, const std::string& source) {
+namespace {
+
+// "messages" (+ "tools", "chat_template_kwargs") as a conversation, read from the line's text when
+// given so that objects keep their key order.
+Conversation read_conversation(const json& r, const std::string& source, std::string_view line_text) {
+    if (!r["messages"].is_array()) throw Error(ErrorKind::InvalidArgument, source, "\"messages\" must be a list of {\"role\", \"content\"}");
+    nlohmann::ordered_json ordered;
+    if (!line_text.empty()) ordered = nlohmann::ordered_json::parse(line_text, nullptr, /*allow_exceptions=*/false);
+    auto text_of = [&](const char* key) { return ordered.is_object() && ordered.contains(key) ? ordered[key].dump() : r[key].dump(); };
+    const bool has_tools = r.contains("tools") && !r["tools"].is_null();
+    Conversation c = parse_conversation_json(text_of("messages"), has_tools ? text_of("tools") : "", source);
+    if (r.contains("chat_template_kwargs")) {
+        if (!r["chat_template_kwargs"].is_object())
+            throw Error(ErrorKind::InvalidArgument, source, "\"chat_template_kwargs\" must be an object");
+        c.variables_json = text_of("chat_template_kwargs");
+    }
+    return c;
+}
+
+}  // namespace
+
+Request parse_request(const json& r, const std::string& source, std::string_view line_text) {
     for (const auto& item : r.items()) {
         const auto& k = item.key();
-        if (k != "id" && k != "prompt" && k != "input_ids" && k != "params" && k != "adapter")
+        if (k != "id" && k != "prompt" && k != "input_ids" && k != "params" && k != "adapter" && k != "messages" &&
+            k != "tools" && k != "chat_template_kwargs")
             throw Error(ErrorKind::InvalidArgument, source, "unknown request field \"" + k + "\"");
     }
-    if (r.contains("prompt") == r.contains("input_ids"))
-        throw Error(ErrorKind::InvalidArgument, source, "give exactly one of \"prompt\" or \"input_ids\"");
+    if (int(r.contains("prompt")) + int(r.contains("input_ids")) + int(r.contains("messages")) != 1)
+        throw Error(ErrorKind::InvalidArgument, source, "give exactly one of \"prompt\", \"input_ids\" or \"messages\"");
+    if (!r.contains("messages") && (r.contains("tools") || r.contains("chat_template_kwargs")))
+        throw Error(ErrorKind::InvalidArgument, source, "\"tools\" and \"chat_template_kwargs\" go with \"messages\"");
     Request request;
-    if (r.contains("prompt")) {
+    if (r.contains("messages")) {
+        request.conversation = read_conversation(r, source, line_text);
+    } else if (r.contains("prompt")) {
         if (!r["prompt"].is_string()) throw Error(ErrorKind::InvalidArgument, source, "\"prompt\" must be a string");
         request.prompt = r["prompt"].get<std::string>();
     } else {

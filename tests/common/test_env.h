@@ -15,6 +15,7 @@ inline std::string env_path(const char* name) {
 }
 inline std::string oracle_dir() { return env_path("LORASCOPE_ORACLE_DIR"); }
 inline std::string shared_tokenizers() { return env_path("LORASCOPE_SHARED_TOKENIZERS"); }
+inline std::string shared_chat_templates() { return env_path("LORASCOPE_SHARED_CHAT_TEMPLATES"); }
 inline std::string test_data() { return env_path("LORASCOPE_TEST_DATA"); }
 inline std::string cli_path() { return env_path("LORASCOPE_CLI"); }
 inline bool exists(const std::string& path) { return QFileInfo::exists(QString::fromStdString(path)); }

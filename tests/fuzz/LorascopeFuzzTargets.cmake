@@ -13,4 +13,5 @@ set(LORASCOPE_FUZZ_TARGETS
   bench_workload       # the bench workload file
   params               # the one parameter parser on deep and huge JSON (lorascope/params.h)
   http_request         # serve's request path: raw bytes through its HTTP parser, routes and sessions
+  chat_template        # a chat template with messages, tools and variables (parse and render)
 )

@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         const std::string source = "line " + std::to_string(line.line_number);
         LORASCOPE_FUZZ_PARSE({
-            const Request request = cli::parse_request(*line.value, source);
+            const Request request = cli::parse_request(*line.value, source, line.text);
             if (line.value->contains("input_ids")) (void)cli::read_ids(*line.value, "input_ids", 32128, source);
             const ResolvedGenerationParams resolved = resolve(request.params, GenerationConfig{}, source);
             (void)resolved.max_new_tokens_for(static_cast<int64_t>(request.input_ids.size()));

@@ -13,7 +13,10 @@ Sources, all small and all from the repository or from the libraries that define
     byte-fallback models);
   - tests/data/tokenizer_corpus.json texts for the tokenize target; request lines and workloads
     as the README and the man page show them; parameter objects and serve's HTTP requests as
-    lorax-client, OpenAI clients and curl send them.
+    lorax-client, OpenAI clients and curl send them;
+  - for chat_template: the small templates of tests/oracle/chat_synthetic.py with their context,
+    and a few chat layouts written here (ChatML-like, header-like with tools, a refusal). The
+    published templates of ../shared/chat-templates are not copied: scripts/fuzz reads them in place.
 Crashers kept as regression inputs are added to the same directories by hand (crash-*), never by
 this script, which only (re)writes the seed-*  files.
 """
@@ -192,11 +195,39 @@ def serve_seeds():
     }
     for name, data in requests.items():
         write("http_request", name, data)
+# Chat layouts written for the seeds (not any model's template).
+CHAT_LAYOUTS = {
+    "chatml": "{%- for m in messages %}{{- '<|start|>' + m.role + '\\n' + m.content + '<|end|>\\n' }}{%- endfor %}"
+              "{%- if add_generation_prompt %}{{- '<|start|>assistant\\n' }}{%- endif %}",
+    "headers_tools": "{{- bos_token }}{%- if tools %}{%- for t in tools %}{{- t | tojson(indent=2) }}\n{%- endfor %}{%- endif %}\n"
+                     "{%- set ns = namespace(n=0) %}{%- for m in messages if m.role != 'tool' %}{%- set ns.n = ns.n + 1 %}"
+                     "[{{ m['role']|upper }}]{{ m['content']|trim }}{%- if m.tool_calls is defined %}{{ m.tool_calls|tojson }}{% endif %}\n"
+                     "{%- endfor %}{{ ns.n }}",
+    "refusal": "{% if messages[0]['role'] == 'system' %}{{ raise_exception('no system turn') }}{% endif %}"
+               "{% for m in messages %}{% if (m.role == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('alternate') }}"
+               "{% endif %}{{ m.content.split('</think>')[-1].strip() }}{% endfor %}",
+    "macro_loop": "{% macro turn(role, text) %}<{{ role }}>{{ text }}</{{ role }}>{% endmacro %}"
+                  "{% for m in messages[::-1] %}{{ turn(m.role, m.content or '') }}{% else %}none{% endfor %}"
+                  "{{ strftime_now('%d %B %Y') }}",
+}
+
+
+def chat_template_seeds():
+    sys.path.insert(0, os.path.join(HERE, "..", "oracle"))
+    import chat_synthetic
+    messages = json.dumps(chat_synthetic.MESSAGES).encode()
+    variables = json.dumps(chat_synthetic.CONTEXT).encode()
+    tools = json.dumps([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]).encode()
+    for name, source in CHAT_LAYOUTS.items():
+        write("chat_template", "layout-" + name, source.encode() + SEP + messages + SEP + tools)
+    for case in chat_synthetic.CASES:
+        write("chat_template", "synthetic-" + case[0], case[1].encode() + SEP + messages + SEP + SEP + variables)
 
 
 def main():
     for t in ("safetensors", "safetensors_index", "model_config", "adapter", "tokenizer_files", "spiece_model",
-              "tokenize", "jsonl_request", "bench_workload", "params", "http_request"):
+              "tokenize", "jsonl_request", "bench_workload", "params", "http_request",
+              "chat_template"):
         out_dir.cache[t] = out_dir(t)
     safetensors_seeds()
     config_seeds()
@@ -204,6 +235,7 @@ def main():
     tokenizer_seeds()
     cli_seeds()
     serve_seeds()
+    chat_template_seeds()
     total = sum(os.path.getsize(os.path.join(d, f)) for d in out_dir.cache.values() for f in os.listdir(d))
     print(f"seeds written under {os.path.join(HERE, 'corpus')}: {total} bytes")
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lorascope/adapter.h"
+#include "lorascope/chat.h"
 #include "lorascope/config.h"
 #include "lorascope/params.h"
 
@@ -22,6 +23,11 @@ struct Request {
     std::string client_id;               // the caller's own id (JSON Lines "id"), echoed back
     std::optional<std::string> prompt;   // text, tokenized with the model's tokenizer ...
     std::vector<int64_t> input_ids;      // ... or ready ids (used when prompt is empty)
+    // ... or a conversation: rendered with the model's chat template (tokenizer_config.json) and
+    // add_generation_prompt, then tokenized as transformers' apply_chat_template(tokenize=True)
+    // does (no special tokens added: the template writes them). A model without a template, or the
+    // template's refusal (raise_exception), finishes this request with that error.
+    std::optional<Conversation> conversation;
     std::string adapter;                 // registered adapter name; empty = the base model
     GenerationParams params;             // unspecified fields come from generation_config.json
 };
@@ -166,6 +172,9 @@ public:
 
     virtual const ModelConfig& model_config() const = 0;
     virtual const GenerationConfig& generation_config() const = 0;
+    // The model's chat templates, for showing the prompt a conversation becomes; null when the
+    // model has none (or this engine renders no conversations itself, e.g. a remote one).
+    virtual const ModelChatTemplates* chat_templates() const { return nullptr; }
 };
 
 }  // namespace lorascope

@@ -72,12 +72,15 @@ int64_t kv_cache_blocks(const EngineOptions& options, const models::Model& model
 
 class EngineImpl final : public Engine {
 public:
-    EngineImpl(const EngineOptions& options, std::unique_ptr<models::Model> model, std::unique_ptr<Tokenizer> tokenizer)
+    EngineImpl(const EngineOptions& options, std::unique_ptr<models::Model> model, std::unique_ptr<Tokenizer> tokenizer,
+               std::optional<ModelChatTemplates> chat_templates, std::string no_chat_templates)
         : options_(options),
           model_(std::move(model)),
           tokenizer_(std::move(tokenizer)),
           budget_{options.max_batch_tokens, options.max_batch_size, model_->config().context_tokens(),
                   model_->is_encoder_decoder()},
+          chat_templates_(std::move(chat_templates)),
+          no_chat_templates_(std::move(no_chat_templates)),
           registry_(*model_, options.adapter_memory_budget),
           pool_(model_->make_pool(kv_cache_blocks(options, *model_), /*growable=*/false)),
           scheduler_(*model_, registry_, *pool_, options_),
@@ -103,7 +106,7 @@ public:
         live->client_id = request.client_id;
         engine_detail::Submission submission;
         try {
-            live->prepare(request, *model_, tokenizer_.get(), budget_);
+            live->prepare(request, *model_, {tokenizer_.get(), chat_templates(), no_chat_templates_}, budget_);
             if (!live->adapter_name.empty()) submission.error = registry_.unavailable_reason(live->adapter_name);
         } catch (const std::exception& e) {
             submission.error = e.what();
@@ -141,6 +144,7 @@ public:
 
     const ModelConfig& model_config() const override { return model_->config(); }
     const GenerationConfig& generation_config() const override { return model_->generation_config(); }
+    const ModelChatTemplates* chat_templates() const override { return chat_templates_ ? &*chat_templates_ : nullptr; }
 
 private:
     void run();
@@ -153,6 +157,8 @@ private:
     std::unique_ptr<models::Model> model_;
     std::unique_ptr<Tokenizer> tokenizer_;
     RequestBudget budget_;                 // what one request may occupy (checked at submit)
+    std::optional<ModelChatTemplates> chat_templates_;
+    std::string no_chat_templates_;   // why the model has no usable chat templates
     adapters::AdapterRegistry registry_;   // declared before the requests, whose leases it must outlive
     std::shared_ptr<models::KvPool> pool_;
     engine_detail::Mailbox mailbox_;
@@ -243,7 +249,17 @@ std::unique_ptr<Engine> Engine::create(const EngineOptions& options) {
         // A checkpoint without tokenizer files still serves requests given as input_ids.
         if (e.kind() != ErrorKind::NotFound) throw;
     }
-    return std::make_unique<EngineImpl>(options, std::move(model), std::move(tokenizer));
+    // A model without a (readable) chat template still serves prompts: conversation requests
+    // finish with the reason.
+    std::optional<ModelChatTemplates> chat_templates;
+    std::string no_chat_templates;
+    try {
+        chat_templates = ModelChatTemplates::load(options.model_dir);
+    } catch (const Error& e) {
+        no_chat_templates = e.what();
+    }
+    return std::make_unique<EngineImpl>(options, std::move(model), std::move(tokenizer), std::move(chat_templates),
+                                        std::move(no_chat_templates));
 }
 
 }  // namespace lorascope

@@ -27,22 +27,41 @@ std::string stop_piece(const Tokenizer* tokenizer, int64_t id) {
     return bytes ? tokenizer::utf8_lossy(*bytes) : std::string();
 }
 
+// The request's prompt ids: its text prompt tokenized, its conversation rendered and tokenized
+// (without added special tokens, as apply_chat_template(tokenize=True)), or its own ids.
+std::vector<int64_t> prompt_ids_of(const Request& request, const models::Model& model, const PromptSources& sources,
+                                   const std::string& source) {
+    const Tokenizer* tokenizer = sources.tokenizer;
+    if (request.conversation) {
+        if (request.prompt || !request.input_ids.empty())
+            throw Error(ErrorKind::InvalidArgument, source, "give one of a prompt, input_ids or a conversation");
+        if (!tokenizer)
+            throw Error(ErrorKind::InvalidArgument, source,
+                        "a conversation needs tokenizer files in " + model.directory() + "; send input_ids instead");
+        if (!sources.chat_templates) throw Error(ErrorKind::InvalidArgument, source, sources.no_chat_templates);
+        ChatRenderOptions options;
+        options.add_generation_prompt = true;
+        return tokenizer->encode(sources.chat_templates->render(*request.conversation, options), /*add_special_tokens=*/false);
+    }
+    if (request.prompt) {
+        if (!tokenizer)
+            throw Error(ErrorKind::InvalidArgument, source,
+                        "a text prompt needs tokenizer files in " + model.directory() + "; send input_ids instead");
+        return tokenizer->encode(*request.prompt, true);
+    }
+    return request.input_ids;
+}
+
 }  // namespace
 
-void LiveRequest::prepare(const Request& request, const models::Model& model, const Tokenizer* tokenizer,
+void LiveRequest::prepare(const Request& request, const models::Model& model, const PromptSources& sources,
                           const RequestBudget& budget) {
     const std::string source = "request " + (client_id.empty() ? std::to_string(id) : client_id);
     params = resolve(request.params, model.generation_config(), source);
     adapter_name = request.adapter;  // checked against the engine's adapter registry by the engine
 
-    if (request.prompt) {
-        if (!tokenizer)
-            throw Error(ErrorKind::InvalidArgument, source,
-                        "a text prompt needs tokenizer files in " + model.directory() + "; send input_ids instead");
-        prompt_ids = tokenizer->encode(*request.prompt, true);
-    } else {
-        prompt_ids = request.input_ids;
-    }
+    prompt_ids = prompt_ids_of(request, model, sources, source);
+    const Tokenizer* tokenizer = sources.tokenizer;
     if (prompt_ids.empty())
         throw Error(ErrorKind::InvalidArgument, source, "the prompt is empty (no input ids)");
     for (int64_t t : prompt_ids)

@@ -27,6 +27,14 @@ namespace lorascope::engine_detail {
 using Clock = std::chrono::steady_clock;
 double ms_between(Clock::time_point a, Clock::time_point b);
 
+// What a request's prompt can be made from besides its own ids: the model's tokenizer, and its chat
+// templates or why it has none (the error a conversation request finishes with).
+struct PromptSources {
+    const Tokenizer* tokenizer = nullptr;
+    const ModelChatTemplates* chat_templates = nullptr;
+    std::string no_chat_templates;
+};
+
 struct LiveRequest {
     RequestId id = 0;
     std::string client_id;
@@ -79,10 +87,10 @@ struct LiveRequest {
     // An evicted adapter being reloaded off the engine thread (the request waits meanwhile).
     std::shared_ptr<struct AdapterLoad> adapter_load;
 
-    // Tokenizes and validates; throws lorascope::Error with a message for the client. Runs on the
-    // submitting thread: the model and tokenizer are immutable.
+    // Renders a conversation, tokenizes and validates; throws lorascope::Error with a message for
+    // the client. Runs on the submitting thread: the model, tokenizer and templates are immutable.
     // `budget` bounds its rows and lengths (check_request_budget) before anything is sized by them.
-    void prepare(const Request& request, const models::Model& model, const Tokenizer* tokenizer,
+    void prepare(const Request& request, const models::Model& model, const PromptSources& sources,
                  const RequestBudget& budget);
 
     batching::Demand demand() const;

@@ -90,6 +90,32 @@ void read_special_tokens(const nlohmann::json& json, const std::string& path, Hf
     }
 }
 
+void read_chat_templates(const nlohmann::json& value, HfTokenizerConfig& config) {
+    if (value.is_null()) return;
+    if (value.is_string()) {
+        config.chat_templates.emplace_back("", value.get<std::string>());
+        return;
+    }
+    if (!value.is_array()) {
+        config.chat_template_error = "\"chat_template\" is neither a string nor a list of {\"name\", \"template\"}";
+        return;
+    }
+    config.chat_templates_named = true;
+    for (const auto& item : value) {
+        if (!item.is_object() || !item.contains("name") || !item["name"].is_string() || !item.contains("template") ||
+            !item["template"].is_string()) {
+            config.chat_templates.clear();
+            config.chat_template_error = "an entry of \"chat_template\" is not {\"name\": string, \"template\": string}";
+            return;
+        }
+        const std::string name = item["name"].get<std::string>();
+        const auto same = std::find_if(config.chat_templates.begin(), config.chat_templates.end(),
+                                       [&](const auto& t) { return t.first == name; });
+        if (same != config.chat_templates.end()) same->second = item["template"].get<std::string>();
+        else config.chat_templates.emplace_back(name, item["template"].get<std::string>());
+    }
+}
+
 }  // namespace
 
 HfTokenizerConfig read_hf_tokenizer_config(const std::string& dir) {
@@ -106,6 +132,7 @@ HfTokenizerConfig read_hf_tokenizer_config(const std::string& dir) {
             config.add_prefix_space = tc["add_prefix_space"].get<bool>();
         if (tc.contains("extra_ids") && tc["extra_ids"].is_number_integer()) config.extra_ids = tc["extra_ids"].get<int>();
         read_special_tokens(tc, tc_path, config);
+        if (tc.contains("chat_template")) read_chat_templates(tc["chat_template"], config);
         if (tc.contains("added_tokens_decoder") && tc["added_tokens_decoder"].is_object()) {
             for (const auto& [key, value] : tc["added_tokens_decoder"].items()) {
                 auto token = parse_token(value, tc_path);

@@ -48,6 +48,13 @@ struct HfTokenizerConfig {
     std::vector<AddedToken> additional_special_tokens;
     std::vector<AddedToken> added_tokens_decoder;  // with ids
     std::optional<int64_t> decoder_start_token_id; // config.json
+    // tokenizer_config.json's chat_template: a single template (named "") or, from the list form
+    // [{"name", "template"}, ...], named ones in file order (a repeated name keeps the last, as
+    // transformers' dict does). A malformed field does not stop the tokenizer from loading: it is
+    // described in chat_template_error for whoever asks for a template.
+    std::vector<std::pair<std::string, std::string>> chat_templates;
+    bool chat_templates_named = false;
+    std::string chat_template_error;
 };
 
 HfTokenizerConfig read_hf_tokenizer_config(const std::string& dir);
