@@ -164,7 +164,8 @@ QFormLayout* ModelPanel::buildComputeForm() {
     form->addRow(tr("Threads"), threads_);
     token_ = new QLineEdit(this);
     token_->setEchoMode(QLineEdit::Password);
-    token_->setPlaceholderText(tr("for a server that needs one"));
+    token_->setPlaceholderText(tr("optional"));
+    token_->setToolTip(tr("The API token of a server that needs one (or set LORASCOPE_API_TOKEN); never stored"));
     token_->setAccessibleName(tr("Server API token"));
     form->addRow(tr("API token"), token_);
 

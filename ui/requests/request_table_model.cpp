@@ -45,7 +45,8 @@ QVariant RequestTableModel::data(const QModelIndex& index, int role) const {
     if (role == FullTextRole) return r.text;
     if (role == Qt::ToolTipRole) {
         if (index.column() == ColPrompt) return r.prompt;
-        if (index.column() == ColOutput || index.column() == ColFinish) return r.error.isEmpty() ? r.text : r.error;
+        if (index.column() == ColOutput) return r.outputText();
+        if (index.column() == ColFinish && !r.error.isEmpty()) return r.error;
         return {};
     }
     if (role == Qt::TextAlignmentRole) {
@@ -66,7 +67,7 @@ QVariant RequestTableModel::data(const QModelIndex& index, int role) const {
     case ColAdapter: return r.adapterLabel();
     case ColStatus: return statusLabel(r.status);
     case ColPrompt: return elide(r.prompt, 80);
-    case ColOutput: return r.status == RequestStatus::Failed ? elide(r.error, 200) : elide(r.text, 200);
+    case ColOutput: return elide(r.outputText(), 200);
     case ColTokens: return r.generatedTokens();
     case ColTokensPerSec: {
         const double tps = r.tokensPerSecond();

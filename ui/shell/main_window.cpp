@@ -206,6 +206,7 @@ void MainWindow::connectBridge() {
     connect(bridge_, &EngineBridge::drained, requests_, &RequestTableModel::applyDrain);
     connect(bridge_, &EngineBridge::drained, steps_, &StepStatsModel::applyDrain);
     connect(bridge_, &EngineBridge::drained, this, [this] { refreshStatus(); });
+    connect(requests_, &QAbstractItemModel::rowsRemoved, this, [this] { refreshStatus(); });   // Clear done
     connect(bridge_, &EngineBridge::pausedChanged, inspector_, &BatchingInspector::setPaused);
     connect(bridge_, &EngineBridge::pausedChanged, pause_, &QAction::setChecked);
     connect(bridge_, &EngineBridge::pausedChanged, this, [this] { refreshStatus(); });
@@ -265,10 +266,7 @@ void MainWindow::followServerMetrics() {
 
 void MainWindow::showTab(Tab tab) { tabs_->setCurrentIndex(int(tab)); }
 
-void MainWindow::focusLab() {
-    params_dock_->hide();
-    showTab(Tab::Lab);
-}
+void MainWindow::focusLab() { showTab(Tab::Lab); }
 
 void MainWindow::loadModel(const QString& dir) {
     if (dir.trimmed().isEmpty()) {

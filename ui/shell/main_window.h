@@ -65,8 +65,7 @@ public:
     QAction* cancelAction() const { return cancel_; }
 
     void showTab(Tab tab);
-    // The lab tab with room for its side-by-side view: the Parameters dock (which the lab does not
-    // use) is hidden; the View menu brings it back.
+    // The lab tab (it fits beside every dock: the layout the person saved is left as it is).
     void focusLab();
     // The same paths the window's own controls take.
     void loadModel(const QString& dir);
