@@ -3,6 +3,7 @@
 #include <QPainter>
 #include <algorithm>
 
+#include "common/theme.h"
 #include "common/tooltip_event.h"
 #include "inspector/step_stats_model.h"
 
@@ -123,9 +124,9 @@ void BatchTimelineWidget::paintEvent(QPaintEvent*) {
         // Padding share of the positions this step computed.
         const double share = StepStatsModel::paddingShare(step.stats);
         const int strip_top = g.top + g.rows * g.cell_h + 3;
-        p.fillRect(QRect(x, strip_top, g.cell_w - 1, g.pad_strip), QColor(230, 230, 230));
+        p.fillRect(QRect(x, strip_top, g.cell_w - 1, g.pad_strip), subdued(palette()));
         const int h = int(share * g.pad_strip + 0.5);
-        if (h > 0) p.fillRect(QRect(x, strip_top + g.pad_strip - h, g.cell_w - 1, h), QColor(120, 120, 120));
+        if (h > 0) p.fillRect(QRect(x, strip_top + g.pad_strip - h, g.cell_w - 1, h), palette().color(QPalette::PlaceholderText));
     }
 }
 

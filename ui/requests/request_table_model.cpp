@@ -2,8 +2,11 @@
 
 #include <QBrush>
 #include <QColor>
+#include <QGuiApplication>
 #include <algorithm>
 #include <climits>
+
+#include "common/theme.h"
 
 namespace lorascope::ui {
 
@@ -54,10 +57,12 @@ QVariant RequestTableModel::data(const QModelIndex& index, int role) const {
         return {};
     }
     if (role == Qt::ForegroundRole && index.column() == ColStatus) {
+        // From the application's palette, readable on its base in light and dark themes.
+        const QPalette palette = QGuiApplication::palette();
         switch (r.status) {
-        case RequestStatus::Failed: return QBrush(QColor(0xb0, 0x20, 0x20));
-        case RequestStatus::Cancelled: return QBrush(QColor(0x80, 0x80, 0x80));
-        case RequestStatus::Running: return QBrush(QColor(0x1a, 0x6f, 0xb5));
+        case RequestStatus::Failed: return QBrush(errorText(palette));
+        case RequestStatus::Cancelled: return QBrush(palette.color(QPalette::PlaceholderText));
+        case RequestStatus::Running: return QBrush(runningText(palette));
         default: return {};
         }
     }
