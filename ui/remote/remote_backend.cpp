@@ -86,7 +86,9 @@ void RemoteCredentials::setToken(const QString& location, const QString& token) 
 
 QString RemoteCredentials::token(const QString& location) {
     QMutexLocker lock(&g_credentials_mutex);
-    return credentials().value(location.trimmed());
+    const QString typed = credentials().value(location.trimmed());
+    // The environment's, so that a token never has to be typed (nor be on a command line, in `ps`).
+    return typed.isEmpty() ? qEnvironmentVariable("LORASCOPE_API_TOKEN") : typed;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ std::unique_ptr<Engine> createRemoteEngine(const RemoteEndpoint& endpoint);
 class RemoteCredentials {
 public:
     static void setToken(const QString& location, const QString& token);
+    // The token typed for `location`, else the environment's LORASCOPE_API_TOKEN (empty: none).
     static QString token(const QString& location);
 };
 

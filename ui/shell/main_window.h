@@ -8,6 +8,7 @@
 
 #include "engine_link/bridge_events.h"
 #include "engine_link/engine_bridge.h"
+#include "shell/help_menu.h"
 
 class QAction;
 class QDockWidget;
@@ -36,6 +37,7 @@ struct MainWindowOptions {
     EngineFactory engine_factory;
     std::shared_ptr<ErrorReporter> error_reporter;   // null: dialogs
     QString settings_file;                           // empty: the platform's QSettings location
+    AboutInfo about;                                 // what Help > About names beyond Lorascope and Qt
 };
 
 class MainWindow : public QMainWindow {
@@ -64,6 +66,9 @@ public:
     QAction* submitAction() const { return submit_; }
     QAction* cancelAction() const { return cancel_; }
 
+    // Shows the window: at the size it was closed at, else 1280x800 where that fits the screen
+    // with its frame, else maximized (a 1280x800 screen: the frame pushed the status bar off it).
+    void showOnScreen();
     void showTab(Tab tab);
     // The lab tab (it fits beside every dock: the layout the person saved is left as it is).
     void focusLab();
@@ -91,6 +96,7 @@ private:
     void restoreSettings();
     void refreshRecentMenu();
     void refreshStatus();
+    void refreshTitle();
     void browseForModel();
     void pickFromHfCache();
     void browseForAdapter();
@@ -123,6 +129,7 @@ private:
             *compare_ = nullptr, *cancel_ = nullptr, *cancel_all_ = nullptr, *pause_ = nullptr, *step_ = nullptr,
             *export_jsonl_ = nullptr, *export_md_ = nullptr, *quit_ = nullptr;
     int next_compare_group_ = 1;
+    bool geometry_restored_ = false;
 };
 
 }  // namespace lorascope::ui
