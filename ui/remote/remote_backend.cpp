@@ -166,6 +166,20 @@ public:
         info.path = dir;
         info.loaded = true;
         info.warnings.push_back("remote: the server resolves adapter '" + name + "' itself; the directory is not read");
+        return remember(std::move(info));
+    }
+    // An adapter the server lists in /info, with the rank, alpha and targets it publishes there.
+    void remember_published(const QJsonObject& a) {
+        AdapterInfo info;
+        info.name = a.value(QStringLiteral("name")).toString().toStdString();
+        info.loaded = true;
+        info.rank = a.value(QStringLiteral("rank")).toInteger();
+        info.alpha = a.value(QStringLiteral("alpha")).toDouble();
+        for (const auto& t : a.value(QStringLiteral("targets")).toArray()) info.targets.push_back(t.toString().toStdString());
+        remember(std::move(info));
+    }
+    AdapterInfo remember(AdapterInfo info) {
+        const std::string& name = info.name;
         std::lock_guard<std::mutex> lock(mutex_);
         for (const auto& a : adapters_)
             if (a.name == name) return a;
@@ -221,8 +235,7 @@ private:
                 model_.family = Family::Bloom;
                 model_.arch = BloomConfig{};
             }
-            for (const auto& a : o.value(QStringLiteral("adapters")).toArray())
-                load_adapter(a.toObject().value(QStringLiteral("name")).toString().toStdString(), {});
+            for (const auto& a : o.value(QStringLiteral("adapters")).toArray()) remember_published(a.toObject());
         } else {
             const QJsonArray models = o.value(QStringLiteral("data")).toArray();
             if (models.isEmpty()) throw Error(ErrorKind::Format, link->where(path), "the server lists no models");
