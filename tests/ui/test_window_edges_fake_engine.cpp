@@ -189,6 +189,7 @@ private Q_SLOTS:
         QStringList menus;
         for (QAction* a : w->menuBar()->actions()) menus << a->text();
         QVERIFY2(menus.contains(QStringLiteral("&Help")), qPrintable(menus.join(',')));
+        QCOMPARE(menus.count(QStringLiteral("&View")), 1);   // the docks and the tabs (Alt+1..4) in one
         QCOMPARE(w->windowTitle(), QStringLiteral("Lorascope"));
         QVERIFY(test::load_through_panel(*w, model_, 5000));
         QCOMPARE(w->windowTitle(), QStringLiteral("tiny-t5 — Lorascope"));

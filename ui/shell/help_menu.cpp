@@ -63,7 +63,10 @@ QString shortcutsText(const QList<QAction*>& actions) {
         if (a->shortcuts().isEmpty()) continue;
         QStringList keys;
         for (const QKeySequence& k : a->shortcuts()) keys << k.toString(QKeySequence::NativeText);
-        row(keys.join(QStringLiteral(", ")), QString(a->text()).remove(QLatin1Char('&')));
+        // "&&" is a literal ampersand, a lone '&' marks the mnemonic.
+        QString what = a->text();
+        what.replace(QStringLiteral("&&"), QStringLiteral("\x01")).remove(QLatin1Char('&')).replace(QLatin1Char('\x01'), QLatin1Char('&'));
+        row(keys.join(QStringLiteral(", ")), what);
     }
     row(QCoreApplication::translate("Help", "Tab, Shift+Tab"), QCoreApplication::translate("Help", "Next or previous control (from the prompt editor too)"));
     row(QCoreApplication::translate("Help", "Ctrl+Tab"), QCoreApplication::translate("Help", "A tab character in the prompt editor"));

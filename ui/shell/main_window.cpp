@@ -63,6 +63,7 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
     metrics_poller_ = new MetricsPoller(server_metrics_, this);
     buildActions();
     buildLayout(std::move(lab_factory));
+    addViewMenu();
     addHelpMenu(this, options.about);
     connectBridge();
     restoreSettings();
@@ -119,6 +120,16 @@ void MainWindow::buildActions() {
     run->addAction(step_);
 }
 
+// Alt+1..4 show the tabs (keyboard users, and scripts/window-check's xdotool), under the docks.
+void MainWindow::addViewMenu() {
+    view_menu_->addSeparator();
+    for (int i = 0; i < tabs_->count(); ++i) {
+        QAction* a = view_menu_->addAction(tabs_->tabText(i), this, [this, i] { tabs_->setCurrentIndex(i); });
+        a->setShortcut(QKeySequence(Qt::ALT | Qt::Key(Qt::Key_1 + i)));
+        addAction(a);
+    }
+}
+
 void MainWindow::buildLayout(EngineFactory lab_factory) {
     setDockNestingEnabled(true);
     buildDocks();
@@ -170,8 +181,8 @@ void MainWindow::buildDocks() {
     resizeDocks({model_dock, params_dock_}, {255, 250}, Qt::Horizontal);
     resizeDocks({model_dock, adapters_dock}, {430, 250}, Qt::Vertical);
 
-    QMenu* view = menuBar()->addMenu(tr("&View"));
-    for (QDockWidget* d : {model_dock, adapters_dock, params_dock_}) view->addAction(d->toggleViewAction());
+    view_menu_ = menuBar()->addMenu(tr("&View"));
+    for (QDockWidget* d : {model_dock, adapters_dock, params_dock_}) view_menu_->addAction(d->toggleViewAction());
 }
 
 void MainWindow::connectPanels() {

@@ -12,6 +12,7 @@
 
 class QAction;
 class QDockWidget;
+class QMenu;
 class QLabel;
 class QTabWidget;
 
@@ -97,6 +98,7 @@ private:
     void refreshRecentMenu();
     void refreshStatus();
     void refreshTitle();
+    void addViewMenu();
     void browseForModel();
     void pickFromHfCache();
     void browseForAdapter();
@@ -128,6 +130,7 @@ private:
     QAction *open_model_ = nullptr, *open_hf_ = nullptr, *add_adapter_ = nullptr, *load_prompts_ = nullptr, *submit_ = nullptr,
             *compare_ = nullptr, *cancel_ = nullptr, *cancel_all_ = nullptr, *pause_ = nullptr, *step_ = nullptr,
             *export_jsonl_ = nullptr, *export_md_ = nullptr, *quit_ = nullptr;
+    QMenu* view_menu_ = nullptr;
     int next_compare_group_ = 1;
     bool geometry_restored_ = false;
 };
