@@ -16,6 +16,7 @@
 #include "remote/metrics_poller.h"
 #include "remote/remote_backend.h"
 #include "remote/server_metrics.h"
+#include "server_on_thread.h"
 #include "wait_sink.h"
 
 using namespace lorascope;
@@ -73,12 +74,7 @@ struct ServerThread {
     quint16 port = 0;
     explicit ServerThread(ScriptedServer::Answer answer, quint16 on_port = 0) {
         server->answer = std::move(answer);
-        server->moveToThread(&thread);
-        thread.start();
-        QMetaObject::invokeMethod(server, [this, on_port] {
-            server->listen(QHostAddress::LocalHost, on_port);
-            port = server->serverPort();
-        }, Qt::BlockingQueuedConnection);
+        port = test::listen_on_thread(server, thread, on_port);
     }
     ~ServerThread() {
         QMetaObject::invokeMethod(server, [this] { delete server; }, Qt::BlockingQueuedConnection);
