@@ -35,6 +35,13 @@ int main(int argc, char** argv) {
             return lorascope::Engine::create(local);
         });
     };
+    window_options.about.torch_version = QString::fromStdString(lorascope::runtime_info().torch_version);
+    window_options.about.compute_types = [] {
+        QStringList lines;
+        for (const auto& t : lorascope::cpu_compute_types())
+            lines << QStringLiteral("%1: %2").arg(QString::fromStdString(t.name), QString::fromStdString(t.detail));
+        return lines;
+    };
     lorascope::ui::MainWindow window(std::move(window_options));
     window.modelPanel()->setComputeTypes(lorascope::cpu_compute_types(), QString::fromUtf8(lorascope::int8_accuracy_note()));
     if (options->device) window.modelPanel()->setDevice(*options->device);

@@ -25,6 +25,7 @@
 #include "cli_process.h"
 #include "lorascope/error.h"
 #include "remote/remote_backend.h"
+#include "server_on_thread.h"
 #include "wait_sink.h"
 #include "serve_process.h"
 #include "test_env.h"
@@ -161,12 +162,7 @@ struct FakeServerThread {
     FakeServer* server;
     quint16 port = 0;
     explicit FakeServerThread(FakeServer::Mode mode) : server(new FakeServer(mode)) {
-        server->moveToThread(&thread);
-        thread.start();
-        QMetaObject::invokeMethod(server, [this] {
-            server->listen(QHostAddress::LocalHost, 0);
-            port = server->serverPort();
-        }, Qt::BlockingQueuedConnection);
+        port = lorascope::test::listen_on_thread(server, thread);
     }
     ~FakeServerThread() {
         QMetaObject::invokeMethod(server, [this] { delete server; }, Qt::BlockingQueuedConnection);
@@ -227,13 +223,7 @@ std::shared_ptr<WaitSink> replay(const QByteArray& body, int status, const Reque
     server->models = vllm_file("models.json");
     server->body = body;
     server->status = status;
-    server->moveToThread(&thread);
-    thread.start();
-    quint16 port = 0;
-    QMetaObject::invokeMethod(server, [&] {
-        server->listen(QHostAddress::LocalHost, 0);
-        port = server->serverPort();
-    }, Qt::BlockingQueuedConnection);
+    const quint16 port = lorascope::test::listen_on_thread(server, thread);
     auto sink = std::make_shared<WaitSink>();
     {
         auto engine = ui::createRemoteEngine(endpoint("http://127.0.0.1:" + std::to_string(port), RemoteDialect::OpenAi));

@@ -58,6 +58,14 @@ FakeEngine::FakeEngine(const EngineOptions& options, FakeEngineSettings settings
     t5.num_layers = t5.num_decoder_layers = 2;
     t5.num_heads = 4;
     model_config_.arch = t5;
+    if (settings.bart_positions > 0) {
+        BartConfig bart;
+        bart.vocab_size = 16;
+        bart.max_position_embeddings = settings.bart_positions;
+        model_config_.family = Family::Bart;
+        model_config_.model_type = "bart";
+        model_config_.arch = bart;
+    }
     generation_config_.max_new_tokens = settings.default_new_tokens;
     generation_config_.eos_token_ids = {1};
     generation_config_.decoder_start_token_id = 0;
@@ -167,7 +175,7 @@ void FakeEngine::finish(Row& row, FinishReason reason, const std::string& error)
     e.id = row.id;
     e.reason = reason;
     e.error = error;
-    for (size_t i = 0; i < row.produced; ++i) {
+    for (size_t i = 0; i < row.produced && reason != FinishReason::Error; ++i) {
         e.text += row.tokens[i].text;
         e.token_ids.push_back(row.tokens[i].id);
         e.logprobs.push_back(row.tokens[i].logprob);
@@ -240,8 +248,15 @@ void FakeEngine::run() {
         stats.kv_bytes_allocated = stats.kv_bytes_in_use + (options_.max_batch_size - stats.rows) * 4096;
         stats.rows_per_adapter.assign(per_adapter.begin(), per_adapter.end());
         for (auto it = running_.begin(); it != running_.end();) {
-            if (it->produced >= it->tokens.size()) { finish(*it, FinishReason::Length); it = running_.erase(it); }
-            else ++it;
+            if (settings_.fail_after_tokens > 0 && int64_t(it->produced) >= settings_.fail_after_tokens) {
+                finish(*it, FinishReason::Error, "decoder failure after " + std::to_string(it->produced) + " tokens");
+                it = running_.erase(it);
+            } else if (it->produced >= it->tokens.size()) {
+                finish(*it, FinishReason::Length);
+                it = running_.erase(it);
+            } else {
+                ++it;
+            }
         }
         ++steps_run_;
         auto listener = listener_;

@@ -18,6 +18,9 @@ namespace lorascope::test {
 struct FakeEngineSettings {
     int step_delay_ms = 2;         // wall time per step
     int64_t default_new_tokens = 12;
+    int64_t bart_positions = 0;    // > 0: a BART config with these learned positions (none: T5's relative ones)
+    int64_t fail_after_tokens = 0; // > 0: every request fails after streaming this many tokens, its finish
+                                   // carrying no text (as an engine error does)
 };
 
 class FakeEngine : public Engine {

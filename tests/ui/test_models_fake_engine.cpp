@@ -37,7 +37,11 @@ private Q_SLOTS:
                                                 "\n\n[sequence 3 of 3, score -1.1250]\nthird"));
         r.sequences = {{"best", {5, 2}, std::nullopt}, {"other", {6, 2}, std::nullopt}};   // sampled: no score
         QCOMPARE(r.detailText(), QStringLiteral("best\n\n[sequence 2 of 2]\nother"));
+        // A failure keeps what streamed before it (issue 31 item 2): the text, then the error.
         r.error = QStringLiteral("boom");
+        QCOMPARE(r.detailText(), QStringLiteral("best\n\n\u26A0 boom"));
+        QCOMPARE(r.outputText(), QStringLiteral("best  \u26A0 boom"));
+        r.text.clear();
         QCOMPARE(r.detailText(), QStringLiteral("boom"));
     }
 

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "requests/client_timings.h"
+#include "thread_cpu_time.h"
 #include "remote/prometheus_text.h"
 #include "remote/server_metrics.h"
 
@@ -145,6 +146,36 @@ private Q_SLOTS:
         }
         QCOMPARE(prom::parse("").samples.size(), size_t(0));
         QCOMPARE(prom::parse("\n\n\n").skipped_lines, 0);
+    }
+
+    // A hostile line with many labels costs in proportion to its length: eight times the labels,
+    // about eight times the thread CPU time (the duplicate check once scanned every label before
+    // it: 64 times). The ratio of CPU times, each the least of three, is robust to a loaded machine.
+    void manyLabelsCostLinearTime() {
+        auto line = [](int n, bool duplicate) {
+            std::string text = "many{";
+            for (int i = 0; i < n; ++i) text += "l" + std::to_string(i) + "=\"v\",";
+            text += duplicate ? "l0=\"again\"} 1\n" : "last=\"v\"} 1\n";
+            return text;
+        };
+        const auto refused = prom::parse(line(1000, true));
+        QCOMPARE(refused.samples.size(), size_t(0));
+        QVERIFY2(refused.problems.size() == 1 && refused.problems[0].find("l0 is given twice") != std::string::npos,
+                 refused.problems.empty() ? "none" : refused.problems[0].c_str());
+        auto cost = [&](int n) {
+            const std::string text = line(n, false);
+            double best = 1e300;
+            for (int round = 0; round < 3; ++round) {
+                const double start = lorascope::test::thread_cpu_ms();
+                const auto e = prom::parse(text);
+                best = std::min(best, lorascope::test::thread_cpu_ms() - start);
+                if (e.samples.size() != 1 || e.samples[0].labels.size() != size_t(n + 1)) return -1.0;
+            }
+            return best;
+        };
+        const double small = cost(5000), large = cost(40000);
+        QVERIFY(small >= 0 && large >= 0);
+        QVERIFY2(large < 24 * std::max(small, 0.5), qPrintable(QStringLiteral("5,000 labels %1 ms, 40,000 labels %2 ms").arg(small).arg(large)));
     }
 
     void readsLoraxNames() {

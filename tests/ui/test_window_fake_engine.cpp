@@ -192,7 +192,7 @@ private Q_SLOTS:
         QTest::qWait(100);
         QCOMPARE(w->stepModel()->rowCount(), 2);
         QCOMPARE(inspector->pointCount(0), 2);
-        QVERIFY(inspector->timeline()->describeAt(QPoint(36, 24)).contains(QStringLiteral("prefill")));
+        QVERIFY(inspector->timeline()->describeAt(inspector->timeline()->cellRect(0, 0).center()).contains(QStringLiteral("prefill")));
         QTest::mouseClick(inspector->pauseButton(), Qt::LeftButton);
         QVERIFY(!w->bridge()->isPaused());
         QTRY_COMPARE_WITH_TIMEOUT(w->requestModel()->unfinishedCount(), 0, 5000);

@@ -10,7 +10,23 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/theme.h"
+
 namespace lorascope::ui {
+
+namespace {
+// A chart view whose chart follows the palette, also when the theme changes while it is shown.
+class PaletteChartView : public QChartView {
+public:
+    PaletteChartView(QChart* chart, QWidget* parent) : QChartView(chart, parent) { applyPalette(chart, palette()); }
+
+protected:
+    void changeEvent(QEvent* e) override {
+        QChartView::changeEvent(e);
+        if (e->type() == QEvent::PaletteChange) applyPalette(chart(), palette());
+    }
+};
+}  // namespace
 
 void styleCompactChart(QChart* chart, QValueAxis* x, QValueAxis* y) {
     chart->setMargins(QMargins(2, 2, 2, 2));
@@ -29,7 +45,7 @@ void layoutChartGrid(QWidget* page, const std::vector<QChart*>& charts, int colu
     grid->setContentsMargins(0, 0, 0, 0);
     grid->setSpacing(2);
     for (size_t i = 0; i < charts.size(); ++i) {
-        auto* view = new QChartView(charts[i], page);
+        auto* view = new PaletteChartView(charts[i], page);
         view->setRenderHint(QPainter::Antialiasing);
         view->setMinimumHeight(min_height);
         view->setAccessibleName(charts[i]->title());

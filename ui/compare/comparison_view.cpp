@@ -5,9 +5,11 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QScrollArea>
+#include <QEvent>
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "common/theme.h"
 #include "compare/token_stream_view.h"
 #include "requests/request_table_model.h"
 
@@ -21,10 +23,8 @@ ComparisonView::ComparisonView(RequestTableModel* model, QWidget* parent) : QWid
     groups_->setAccessibleName(tr("Comparison to show"));
     groups_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
     label->setBuddy(groups_);
-    legend_ = new QLabel(tr("<span style='background:#ffd278'>&nbsp;highlighted&nbsp;</span> token differs from the "
-                            "reference column (the base model, else the first) at the same position; hover a token for "
-                            "its logprob"),
-                         this);
+    legend_ = new QLabel(this);
+    refreshLegend();
     legend_->setWordWrap(true);
     top->addWidget(label);
     top->addWidget(groups_);
@@ -49,6 +49,18 @@ ComparisonView::ComparisonView(RequestTableModel* model, QWidget* parent) : QWid
     connect(model_, &QAbstractItemModel::rowsRemoved, this, [this] { refreshGroups(); rebuildColumns(); });
     connect(model_, &QAbstractItemModel::modelReset, this, [this] { refreshGroups(); rebuildColumns(); });
     refreshGroups();
+}
+
+void ComparisonView::refreshLegend() {
+    legend_->setText(tr("<span style='background:%1; color:%2'>&nbsp;highlighted&nbsp;</span> token differs from the "
+                        "reference column (the base model, else the first) at the same position; hover a token for "
+                        "its logprob")
+                         .arg(differHighlight(palette()).name(), palette().color(QPalette::Text).name()));
+}
+
+void ComparisonView::changeEvent(QEvent* e) {
+    QWidget::changeEvent(e);
+    if (e->type() == QEvent::PaletteChange) refreshLegend();
 }
 
 void ComparisonView::refreshGroups() {

@@ -29,6 +29,9 @@ public:
 public Q_SLOTS:
     void refresh();
 
+protected:
+    void changeEvent(QEvent* e) override;
+
 private:
     struct Column {
         Ticket ticket;
@@ -38,6 +41,7 @@ private:
         TokenStreamView* view;
     };
     void rebuildColumns();
+    void refreshLegend();
     void refreshGroups();
     RequestTableModel* model_;
     QComboBox* groups_ = nullptr;

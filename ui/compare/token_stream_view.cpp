@@ -5,6 +5,8 @@
 #include <QToolTip>
 #include <cmath>
 
+#include "common/theme.h"
+
 namespace lorascope::ui {
 
 namespace {
@@ -66,7 +68,9 @@ void TokenStreamView::resizeEvent(QResizeEvent*) {
 void TokenStreamView::paintEvent(QPaintEvent*) {
     QPainter p(this);
     p.fillRect(rect(), palette().base());
-    const QColor differ(255, 210, 120), alternate(0, 0, 0, 10);
+    const QColor differ = differHighlight(palette());   // the palette's text stays readable on it (4.5:1)
+    QColor alternate = palette().color(QPalette::Text);
+    alternate.setAlpha(14);
     for (size_t i = 0; i < tokens_.size() && i < rects_.size(); ++i) {
         const QRect r = rects_[i];
         if (differs_[i]) p.fillRect(r, differ);

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "engine_link/event_queue.h"
+#include "engine_link/request_limits.h"
 #include "lorascope/error.h"
 
 namespace lorascope::ui {
@@ -131,6 +132,14 @@ Ticket EngineBridge::submit(Request request, int compare_group) {
     active_[ticket] = true;
     Q_EMIT requestSubmitted(info);
     auto sink = std::make_shared<QueueSink>(queue_, ticket);
+    const QString refused = positionRefusal(request.params, engine_->model_config(), engine_->generation_config());
+    if (!refused.isEmpty()) {   // at submit time, as this row's error: never after the work
+        FinishEvent failed;
+        failed.reason = FinishReason::Error;
+        failed.error = refused.toStdString();
+        sink->on_finish(failed);
+        return ticket;
+    }
     try {
         const RequestId id = engine_->submit(std::move(request), sink);
         engine_ids_[ticket] = id;

@@ -3,6 +3,7 @@
 #include <QPainter>
 #include <algorithm>
 
+#include "common/theme.h"
 #include "common/tooltip_event.h"
 #include "inspector/step_stats_model.h"
 
@@ -31,8 +32,17 @@ QColor BatchTimelineWidget::colourFor(const QString& adapter) {
     return colourFor(Ticket(qHash(adapter)));
 }
 
+std::vector<PaintedText> BatchTimelineWidget::legend(int* bottom) const {
+    return flowTexts({tr("rows ↓  steps →"), tr("▨ prefill (joins)"), tr("▌dark edge: leaves"),
+                      tr("▁ bar: the row's KV-cache blocks"), tr("grey strip: padding share")},
+                     font(), 4, 2, width() - 8, 14, bottom);
+}
+
 BatchTimelineWidget::Geometry BatchTimelineWidget::geometry() const {
     Geometry g;
+    int legend_bottom = 0;
+    legend(&legend_bottom);
+    g.top = legend_bottom + 4;
     const auto& samples = model_->samples();
     const int usable_w = qMax(1, width() - g.left - 4);
     // Few steps get wider cells (up to 24 px) so a short run is still readable.
@@ -42,9 +52,40 @@ BatchTimelineWidget::Geometry BatchTimelineWidget::geometry() const {
     int rows = 1;
     for (int i = g.first_sample; i < int(samples.size()); ++i) rows = qMax(rows, int(samples[size_t(i)].row_tickets.size()));
     g.rows = rows;
-    const int usable_h = height() - g.top - g.pad_strip - 18;
+    const int axis_h = fontMetrics().height() + 2;
+    const int usable_h = height() - g.top - g.pad_strip - 4 - axis_h;
     g.cell_h = qBound(3, usable_h / rows, 18);
+    g.axis_y = g.top + g.rows * g.cell_h + g.pad_strip + 4;
     return g;
+}
+
+std::vector<PaintedText> BatchTimelineWidget::paintedTexts() const {
+    std::vector<PaintedText> texts = legend(nullptr);
+    const Geometry g = geometry();
+    const auto& samples = model_->samples();
+    if (samples.empty()) {
+        texts.push_back({tr("No engine steps yet"), QRect(0, g.top, width(), qMax(1, height() - g.top)), font(),
+                         Qt::AlignCenter | Qt::TextWordWrap, QPalette::PlaceholderText});
+        return texts;
+    }
+    for (PaintedText& t : rowLabels(g.rows, g.top, g.cell_h, g.left - 4, font())) texts.push_back(std::move(t));
+    // The first step's number at the left, the last one's at the right end of the cells; one
+    // label for the range where both would not fit apart.
+    const QFontMetrics fm(font());
+    const int64_t first = samples[size_t(g.first_sample)].stats.step, last = samples.back().stats.step;
+    const QString left = tr("step %1").arg(first), right = tr("step %1").arg(last);
+    const int end = g.left + g.steps * g.cell_w;
+    const int h = fm.height(), left_w = paintedWidth(fm, left), right_w = paintedWidth(fm, right);
+    if (first != last && g.left + left_w + 12 + right_w <= end) {
+        texts.push_back({left, QRect(g.left, g.axis_y, left_w, h), font(), Qt::AlignLeft | Qt::AlignVCenter, QPalette::PlaceholderText});
+        texts.push_back({right, QRect(end - right_w, g.axis_y, right_w, h), font(), Qt::AlignRight | Qt::AlignVCenter,
+                         QPalette::PlaceholderText});
+    } else {
+        const QString range = first == last ? left : tr("steps %1–%2").arg(first).arg(last);
+        texts.push_back({range, QRect(g.left, g.axis_y, paintedWidth(fm, range), h), font(), Qt::AlignLeft | Qt::AlignVCenter,
+                         QPalette::PlaceholderText});
+    }
+    return texts;
 }
 
 void BatchTimelineWidget::paintEvent(QPaintEvent*) {
@@ -52,19 +93,8 @@ void BatchTimelineWidget::paintEvent(QPaintEvent*) {
     p.fillRect(rect(), palette().base());
     const auto& samples = model_->samples();
     const Geometry g = geometry();
-    p.setPen(palette().color(QPalette::Text));
-    p.drawText(QRect(4, 2, width() - 8, g.top - 4), Qt::AlignLeft | Qt::AlignVCenter,
-               tr("rows ↓  steps →   ▨ prefill (joins)   ▌dark edge: leaves   ▁ bar: the row's KV-cache blocks   grey strip: padding share"));
-    if (samples.empty()) {
-        p.setPen(palette().color(QPalette::PlaceholderText));
-        p.drawText(rect(), Qt::AlignCenter, tr("No engine steps yet"));
-        return;
-    }
-    // Row labels.
-    p.setPen(palette().color(QPalette::PlaceholderText));
-    const int label_every = qMax(1, 14 / g.cell_h);
-    for (int r = 0; r < g.rows; r += label_every)
-        p.drawText(QRect(0, g.top + r * g.cell_h, g.left - 4, g.cell_h), Qt::AlignRight | Qt::AlignVCenter, QString::number(r));
+    drawPaintedTexts(p, palette(), paintedTexts());
+    if (samples.empty()) return;
     const QColor leave_edge(40, 40, 40);
     // Cache occupancy per row: a bar along the cell's bottom, full width at the most blocks any
     // row in view references.
@@ -94,16 +124,15 @@ void BatchTimelineWidget::paintEvent(QPaintEvent*) {
         // Padding share of the positions this step computed.
         const double share = StepStatsModel::paddingShare(step.stats);
         const int strip_top = g.top + g.rows * g.cell_h + 3;
-        p.fillRect(QRect(x, strip_top, g.cell_w - 1, g.pad_strip), QColor(230, 230, 230));
+        p.fillRect(QRect(x, strip_top, g.cell_w - 1, g.pad_strip), subdued(palette()));
         const int h = int(share * g.pad_strip + 0.5);
-        if (h > 0) p.fillRect(QRect(x, strip_top + g.pad_strip - h, g.cell_w - 1, h), QColor(120, 120, 120));
+        if (h > 0) p.fillRect(QRect(x, strip_top + g.pad_strip - h, g.cell_w - 1, h), palette().color(QPalette::PlaceholderText));
     }
-    const int axis_y = g.top + g.rows * g.cell_h + g.pad_strip + 4;
-    p.setPen(palette().color(QPalette::PlaceholderText));
-    p.drawText(QRect(g.left, axis_y, width() - g.left - 4, 14), Qt::AlignLeft | Qt::AlignVCenter,
-               tr("step %1").arg(samples[size_t(g.first_sample)].stats.step));
-    p.drawText(QRect(g.left, axis_y, g.steps * g.cell_w, 14), Qt::AlignRight | Qt::AlignVCenter,
-               tr("step %1").arg(samples.back().stats.step));
+}
+
+QRect BatchTimelineWidget::cellRect(int step, int row) const {
+    const Geometry g = geometry();
+    return QRect(g.left + step * g.cell_w, g.top + row * g.cell_h, g.cell_w - 1, g.cell_h - 1);
 }
 
 QString BatchTimelineWidget::describeAt(const QPoint& pos) const {

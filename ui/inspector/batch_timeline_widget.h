@@ -6,13 +6,14 @@
 
 #include <QWidget>
 
+#include "common/painted_text.h"
 #include "engine_link/bridge_events.h"
 
 namespace lorascope::ui {
 
 class StepStatsModel;
 
-class BatchTimelineWidget : public QWidget {
+class BatchTimelineWidget : public QWidget, public PaintedTextSource {
     Q_OBJECT
 public:
     enum class ColourBy { Request, Adapter };
@@ -21,10 +22,14 @@ public:
     ColourBy colourBy() const { return colour_by_; }
     static QColor colourFor(Ticket ticket);
     static QColor colourFor(const QString& adapter);
+    // Where the cell of the `step`-th step in view and batch row `row` is drawn.
+    QRect cellRect(int step, int row) const;
     // What the cell under a point holds, for the tooltip; empty outside cells.
     QString describeAt(const QPoint& pos) const;
     QSize sizeHint() const override { return {600, 220}; }
     QSize minimumSizeHint() const override { return {200, 120}; }
+    // The key, the row labels and the first and last step's numbers, as painted now.
+    std::vector<PaintedText> paintedTexts() const override;
 
 protected:
     void paintEvent(QPaintEvent*) override;
@@ -33,9 +38,11 @@ protected:
 private:
     struct Geometry {
         int first_sample = 0, steps = 0, rows = 0;
-        int cell_w = 8, cell_h = 12, left = 34, top = 22, pad_strip = 8;
+        int cell_w = 8, cell_h = 12, left = 34, top = 22, pad_strip = 8, axis_y = 0;
     };
     Geometry geometry() const;
+    // The key above the cells, flowed over the widget's width; `*bottom` is where it ends.
+    std::vector<PaintedText> legend(int* bottom) const;
     StepStatsModel* model_;
     ColourBy colour_by_ = ColourBy::Request;
 };

@@ -37,7 +37,8 @@ BatchingInspector::BatchingInspector(StepStatsModel* model, ServerMetricsView* s
     colour_by_->addItems({tr("Colour by request"), tr("Colour by adapter")});
     colour_by_->setAccessibleName(tr("Timeline colouring"));
     summary_ = new QLabel(tr("No engine steps yet"), this);
-    summary_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    summary_->setWordWrap(true);   // the last step's figures take two lines beside every dock
+    summary_->setAccessibleName(tr("The last engine step"));
     controls->addWidget(pause_);
     controls->addWidget(step_);
     controls->addWidget(colour_by_);

@@ -8,6 +8,7 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include "common/theme.h"
 #include "remote/server_metrics.h"
 #include "requests/client_timings.h"
 #include "requests/request_table_model.h"
@@ -154,9 +155,9 @@ void ServerMetricsView::refreshState() {
         break;
     }
     if (problem)
-        text = QStringLiteral("<span style='color:#b00020'>&#9888; %1 Next try in %2 s (backing off while it fails); "
+        text = QStringLiteral("<span style='color:%3'>&#9888; %1 Next try in %2 s (backing off while it fails); "
                               "the charts keep what was polled before.</span>")
-                   .arg(text, seconds_text(metrics_->retryInMs()));
+                   .arg(text, seconds_text(metrics_->retryInMs()), errorText(palette()).name());
     state_->setText(text);
 }
 

@@ -3,6 +3,7 @@
 #include "common/compact_chart.h"
 
 #include <QChart>
+#include <QChartView>
 #include <QLegend>
 #include <QLineSeries>
 #include <QValueAxis>
@@ -52,13 +53,22 @@ LabCharts::LabCharts(QWidget* parent) : QWidget(parent) {
     charts_.push_back(makeChart(tr("Queue depth"), tr("step"), tr("requests"), true, true));
     charts_.push_back(makeChart(tr("KV cache allocated"), tr("step"), tr("MiB"), true, false));
     charts_.push_back(makeChart(tr("Step time"), tr("step"), tr("ms"), true, false));
-    charts_.push_back(makeChart(tr("Time to first token, CDF"), tr("ms"), tr("% of requests"), false, false));
-    charts_.push_back(makeChart(tr("Per-token latency, CDF"), tr("ms"), tr("% of tokens"), false, false));
+    // The CDFs' y axes say "%" only: "% of requests" did not fit a chart's height beside every dock.
+    charts_.push_back(makeChart(tr("Time to first token, CDF"), tr("ms"), tr("%"), false, false));
+    charts_.push_back(makeChart(tr("Per-token latency, CDF"), tr("ms"), tr("%"), false, false));
     charts_.push_back(makeChart(tr("KV per request (peak)"), tr("request"), tr("MiB"), true, false));
-    charts_.push_back(makeChart(tr("Decoded tokens"), tr("step"), tr("tokens (cumulative)"), true, true));
+    charts_.push_back(makeChart(tr("Decoded tokens, total"), tr("step"), tr("tokens"), true, true));
     std::vector<QChart*> charts;
     for (const auto& c : charts_) charts.push_back(c.chart);
     layoutChartGrid(this, charts, 4, 120);
+    // What each small chart plots, in words (its axis titles are kept short to fit).
+    const QStringList tips = {tr("Batch rows at each engine step"), tr("Requests waiting in the queue at each step"),
+                              tr("KV cache allocated at each step, MiB"), tr("Wall time of each step, ms"),
+                              tr("Share of requests (%) whose first token came within x ms"),
+                              tr("Share of tokens (%) that came within x ms of the one before"),
+                              tr("The most KV cache each request held, MiB"), tr("Tokens decoded so far, at each step")};
+    const QList<QChartView*> views = findChildren<QChartView*>();
+    for (int i = 0; i < views.size() && i < tips.size(); ++i) views[i]->setToolTip(tips[i]);
 }
 
 LabCharts::Chart LabCharts::makeChart(const QString& title, const QString& x_title, const QString& y_title, bool integer_x,
@@ -99,10 +109,13 @@ void LabCharts::setSeries(Chart& c, size_t policy, const QString& name, const QL
 
 void LabCharts::refresh(const std::vector<const LabRunData*>& runs, const QStringList& names) {
     for (size_t k = 0; k < runs.size(); ++k) {
-        const LabRunData* run = runs[k];
-        static const LabRunData kEmpty;
-        const LabRunData& r = run ? *run : kEmpty;
         const QString name = k < size_t(names.size()) ? names[int(k)] : QString::number(k);
+        if (!runs[k] || runs[k]->steps().empty()) {
+            // Not run yet: no line at all (a policy still waiting drew zeros, as if it had run).
+            for (Chart& c : charts_) setSeries(c, k, name, {});
+            continue;
+        }
+        const LabRunData& r = *runs[k];
         setSeries(charts_[0], k, name, perStep(r, [](const StepStats& s) { return double(s.rows); }));
         setSeries(charts_[1], k, name, perStep(r, [](const StepStats& s) { return double(s.queue_depth); }));
         setSeries(charts_[2], k, name, perStep(r, [](const StepStats& s) { return double(s.kv_bytes_allocated) / kMiB; }));

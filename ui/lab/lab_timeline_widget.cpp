@@ -13,7 +13,7 @@
 namespace lorascope::ui {
 
 namespace {
-constexpr int kLeft = 44, kRight = 6, kTop = 18, kQueueH = 22, kGap = 3, kAxisH = 16;
+constexpr int kLeft = 44, kRight = 6, kQueueH = 22, kGap = 3, kAxisH = 16;
 constexpr double kWidestCellPx = 16;
 
 QRgb requestColour(int index, bool prefill) {
@@ -37,10 +37,30 @@ void LabTimelineWidget::setRun(const LabRunData* run, const QString& title) {
 
 int LabTimelineWidget::stepCount() const { return run_ ? int(run_->steps().size()) : 0; }
 
-QRect LabTimelineWidget::queueRect() const { return {kLeft, kTop, qMax(1, width() - kLeft - kRight), kQueueH}; }
+std::vector<PaintedText> LabTimelineWidget::key(int* bottom) const {
+    QFont bold = font();
+    bold.setBold(true);
+    const QStringList parts = {tr("rows ↓  steps →"), tr("pale: prefill (joins)"), tr("top strip: queue depth")};
+    int title_bottom = 0;
+    std::vector<PaintedText> texts = flowTexts({title_}, bold, 4, 1, width() - 8, 14, &title_bottom);
+    // The key goes on the title's line when it fits there, else below.
+    const int title_w = title_.isEmpty() ? 0 : paintedWidth(QFontMetrics(bold), title_) + 14;
+    int key_bottom = 0;
+    std::vector<PaintedText> rest = flowTexts(parts, font(), 4 + title_w, 1, width() - 8 - title_w, 14, &key_bottom);
+    if (title_w > (width() - 8) / 2) rest = flowTexts(parts, font(), 4, title_bottom, width() - 8, 14, &key_bottom);
+    texts.insert(texts.end(), rest.begin(), rest.end());
+    if (bottom) *bottom = std::max(title_bottom, key_bottom) + 2;
+    return texts;
+}
+
+QRect LabTimelineWidget::queueRect() const {
+    int top = 0;
+    key(&top);
+    return {kLeft, top, qMax(1, width() - kLeft - kRight), kQueueH};
+}
 
 QRect LabTimelineWidget::rowsRect() const {
-    const int top = kTop + kQueueH + kGap;
+    const int top = queueRect().bottom() + 1 + kGap;
     return {kLeft, top, qMax(1, width() - kLeft - kRight), qMax(1, height() - top - kAxisH)};
 }
 
@@ -124,37 +144,57 @@ QString LabTimelineWidget::describeAt(const QPoint& pos) const {
     return text;
 }
 
-void LabTimelineWidget::paintEvent(QPaintEvent*) {
-    QPainter p(this);
-    p.fillRect(rect(), palette().base());
-    p.setPen(palette().color(QPalette::Text));
-    p.drawText(QRect(4, 0, width() - 8, kTop), Qt::AlignLeft | Qt::AlignVCenter,
-               tr("%1   rows ↓ steps →   pale: prefill (joins)   top strip: queue depth").arg(title_));
-    const QRect rows = rowsRect(), queue = queueRect();
-    p.drawText(QRect(0, queue.top(), kLeft - 4, queue.height()), Qt::AlignRight | Qt::AlignVCenter, tr("queue"));
-    p.fillRect(queue, palette().alternateBase());
-    p.fillRect(rows, palette().alternateBase());
-    if (stepCount() == 0) {
-        p.setPen(palette().color(QPalette::PlaceholderText));
-        p.drawText(rows, Qt::AlignCenter, tr("No steps yet: define a workload and press Run"));
-        return;
-    }
-    // One image column per pixel when zoomed out, one per step when zoomed in.
-    const double visible = steps_per_px_ * rows.width();
+LabTimelineWidget::Span LabTimelineWidget::visibleSpan() const {
     Span span;
+    if (stepCount() == 0) return span;
+    // One image column per pixel when zoomed out, one per step when zoomed in.
+    const QRect rows = rowsRect();
+    const double visible = steps_per_px_ * rows.width();
     span.first = qMax(0, int(std::floor(first_step_)));
     span.last = qMin(stepCount(), int(std::ceil(first_step_ + visible)));
-    if (span.last <= span.first) return;
+    if (span.last <= span.first) return Span{};
     span.columns = qMin(span.last - span.first, rows.width());
     span.x0 = kLeft + (span.first - first_step_) / steps_per_px_;
     span.width = (span.last - span.first) / steps_per_px_;
-    std::vector<int64_t> queue_at;
-    const QImage cells = renderCells(span, &queue_at);
-    drawCells(p, rows, span, cells);
+    return span;
+}
+
+int64_t LabTimelineWidget::maxQueue(const Span& span) const {
     int64_t max_queue = 1;   // over every step shown, also those between the sampled columns
     for (int step = span.first; step < span.last; ++step) max_queue = std::max(max_queue, run_->steps()[size_t(step)].queue_depth);
-    drawQueue(p, queue, span, queue_at, max_queue);
-    drawAxes(p, rows, queue, span, max_queue);
+    return max_queue;
+}
+
+void LabTimelineWidget::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    p.fillRect(rect(), palette().base());
+    const QRect rows = rowsRect(), queue = queueRect();
+    p.fillRect(queue, palette().alternateBase());
+    p.fillRect(rows, palette().alternateBase());
+    const Span span = visibleSpan();
+    if (span.columns > 0) {
+        std::vector<int64_t> queue_at;
+        const QImage cells = renderCells(span, &queue_at);
+        drawCells(p, rows, span, cells);
+        drawQueue(p, queue, span, queue_at, maxQueue(span));
+        drawTicks(p, rows, span);
+    }
+    drawPaintedTexts(p, palette(), paintedTexts());
+}
+
+std::vector<PaintedText> LabTimelineWidget::paintedTexts() const {
+    std::vector<PaintedText> texts = key(nullptr);
+    const QRect rows = rowsRect(), queue = queueRect();
+    texts.push_back({tr("queue"), QRect(0, queue.top(), kLeft - 4, queue.height()), font(), Qt::AlignRight | Qt::AlignVCenter});
+    const Span span = visibleSpan();
+    if (span.columns == 0) {
+        texts.push_back({tr("No steps yet: define a workload and press Run"), rows, font(), Qt::AlignCenter | Qt::TextWordWrap,
+                         QPalette::PlaceholderText});
+        return texts;
+    }
+    const std::vector<PaintedText> axis = axisTexts(span);
+    texts.insert(texts.end(), axis.begin(), axis.end());
+    return texts;
 }
 
 QImage LabTimelineWidget::renderCells(const Span& span, std::vector<int64_t>* queue_at) const {
@@ -206,30 +246,53 @@ void LabTimelineWidget::drawQueue(QPainter& p, const QRect& queue, const Span& s
     p.restore();
 }
 
-// Row numbers left, step numbers below, the queue's scale in its strip.
-void LabTimelineWidget::drawAxes(QPainter& p, const QRect& rows, const QRect& queue, const Span& span, int64_t max_queue) const {
-    const int n_rows = qMax(1, run_->rows());
-    p.setPen(palette().color(QPalette::Text));
-    QFont small = font();
-    small.setPointSizeF(small.pointSizeF() * 0.8);
-    p.setFont(small);
-    p.drawText(QRect(queue.left() + 2, queue.top(), 80, 12), Qt::AlignLeft | Qt::AlignTop, tr("max %1").arg(max_queue));
-    const int row_label_every = qMax(1, (n_rows * 12) / qMax(1, rows.height()));
-    for (int r = 0; r < n_rows; r += row_label_every) {
-        const int y = rows.top() + r * rows.height() / n_rows;
-        p.drawText(QRect(0, y, kLeft - 4, qMax(10, rows.height() / n_rows)), Qt::AlignRight | Qt::AlignVCenter, QString::number(r));
-    }
-    // Integer step ticks about every 80 px.
+// Integer step ticks about every 80 px.
+int LabTimelineWidget::tickEvery() const {
     const double raw = 80 * steps_per_px_;
     const double mag = std::pow(10.0, std::floor(std::log10(qMax(1.0, raw))));
-    const int tick = int(qMax(1.0, raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag));
+    return int(qMax(1.0, raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag));
+}
+
+void LabTimelineWidget::drawTicks(QPainter& p, const QRect& rows, const Span& span) const {
+    p.setPen(palette().color(QPalette::Text));
+    const int tick = tickEvery();
+    for (int s = (span.first / tick) * tick; s < span.last; s += tick) {
+        const double x = kLeft + (s - first_step_) / steps_per_px_;
+        if (x >= kLeft && x <= rows.right()) p.drawLine(QPointF(x, rows.bottom() + 1), QPointF(x, rows.bottom() + 4));
+    }
+}
+
+// Row numbers left, step numbers below (none over another or over "step"), the queue's scale in its strip.
+std::vector<PaintedText> LabTimelineWidget::axisTexts(const Span& span) const {
+    const QRect rows = rowsRect(), queue = queueRect();
+    QFont small = font();
+    small.setPointSizeF(small.pointSizeF() * 0.8);
+    const QFontMetrics fm(small);
+    const QString max_text = tr("max %1").arg(maxQueue(span));
+    std::vector<PaintedText> texts = {{max_text, QRect(queue.left() + 2, queue.top(), paintedWidth(fm, max_text), fm.height()),
+                                       small, Qt::AlignLeft | Qt::AlignTop}};
+    const int n_rows = qMax(1, run_->rows());
+    for (PaintedText& t : rowLabels(n_rows, rows.top(), double(rows.height()) / n_rows, kLeft - 4, small)) {
+        t.role = QPalette::Text;
+        texts.push_back(std::move(t));
+    }
+    const QString step_word = tr("step");
+    const QRect step_rect(rows.right() + 1 - paintedWidth(fm, step_word), rows.bottom() + 4, paintedWidth(fm, step_word),
+                          fm.height());
+    QRect previous;
+    const int tick = tickEvery();
     for (int s = (span.first / tick) * tick; s < span.last; s += tick) {
         const double x = kLeft + (s - first_step_) / steps_per_px_;
         if (x < kLeft || x > rows.right()) continue;
-        p.drawLine(QPointF(x, rows.bottom() + 1), QPointF(x, rows.bottom() + 4));
-        p.drawText(QRectF(x - 30, rows.bottom() + 3, 60, kAxisH - 3), Qt::AlignHCenter | Qt::AlignTop, QString::number(s));
+        const QString label = QString::number(s);
+        const int w = paintedWidth(fm, label);
+        const QRect r(qBound(0, int(x) - w / 2, width() - w), rows.bottom() + 4, w, fm.height());
+        if (r.intersects(step_rect.adjusted(-4, 0, 0, 0)) || (previous.isValid() && r.left() < previous.right() + 6)) continue;
+        texts.push_back({label, r, small, Qt::AlignCenter});
+        previous = r;
     }
-    p.drawText(QRect(rows.right() - 60, rows.bottom() + 3, 60, kAxisH - 3), Qt::AlignRight | Qt::AlignTop, tr("step"));
+    texts.push_back({step_word, step_rect, small, Qt::AlignRight | Qt::AlignVCenter});
+    return texts;
 }
 
 void LabTimelineWidget::wheelEvent(QWheelEvent* e) {

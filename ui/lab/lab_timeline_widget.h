@@ -8,6 +8,8 @@
 
 #include <QImage>
 #include <QWidget>
+
+#include "common/painted_text.h"
 #include <cstdint>
 #include <vector>
 
@@ -17,7 +19,7 @@ namespace lorascope::ui {
 
 class LabRunData;
 
-class LabTimelineWidget : public QWidget {
+class LabTimelineWidget : public QWidget, public PaintedTextSource {
     Q_OBJECT
 public:
     explicit LabTimelineWidget(QWidget* parent = nullptr);
@@ -36,6 +38,8 @@ public:
     QString describeAt(const QPoint& pos) const;
     QSize sizeHint() const override { return {600, 200}; }
     QSize minimumSizeHint() const override { return {200, 90}; }
+    // The title and key, the queue's scale, row numbers and step numbers, as painted now.
+    std::vector<PaintedText> paintedTexts() const override;
 
 Q_SIGNALS:
     void requestClicked(int request_index);
@@ -56,11 +60,16 @@ private:
         int first = 0, last = 0, columns = 0;
         double x0 = 0, width = 0;
     };
+    Span visibleSpan() const;   // columns 0 when there is nothing to draw
+    std::vector<PaintedText> key(int* bottom) const;
+    std::vector<PaintedText> axisTexts(const Span& span) const;
+    int64_t maxQueue(const Span& span) const;
     QImage renderCells(const Span& span, std::vector<int64_t>* queue_at) const;
     void drawCells(QPainter& p, const QRect& rows, const Span& span, const QImage& cells) const;
     void drawQueue(QPainter& p, const QRect& queue, const Span& span, const std::vector<int64_t>& queue_at,
                    int64_t max_queue) const;
-    void drawAxes(QPainter& p, const QRect& rows, const QRect& queue, const Span& span, int64_t max_queue) const;
+    void drawTicks(QPainter& p, const QRect& rows, const Span& span) const;
+    int tickEvery() const;
     QRect rowsRect() const;
     QRect queueRect() const;
     int stepCount() const;

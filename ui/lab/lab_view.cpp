@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSlider>
 #include <QSplitter>
 #include <QTabWidget>
@@ -14,6 +15,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include "common/column_fit.h"
 #include "lab/lab_charts.h"
 #include "lab/lab_export.h"
 #include "lab/lab_policy_editor.h"
@@ -29,18 +31,22 @@ namespace lorascope::ui {
 
 LabView::LabView(EngineBridge* bridge, EngineFactory factory, QWidget* parent)
     : QWidget(parent), bridge_(bridge), runner_(new LabRunner(std::move(factory), this)) {
-    auto* outer = new QHBoxLayout(this);
+    // Two pages under one row of controls, each as wide as the tab: at 1280 px with every dock open
+    // the tab is ~760 px wide, too narrow for the setup column beside the summary and the charts
+    // (the summary showed "27…", chart titles "…").
+    auto* outer = new QVBoxLayout(this);
     outer->setContentsMargins(2, 2, 2, 2);
-    outer->addWidget(buildSetupColumn());
-    // Right: controls, the summary, the timelines, the charts and the requests.
-    auto* right = new QWidget(this);
-    auto* right_layout = new QVBoxLayout(right);
-    right_layout->setContentsMargins(0, 0, 0, 0);
-    right_layout->addWidget(buildControls());
+    outer->addWidget(buildControls());
+    status_ = new QLabel(this);
+    status_->setWordWrap(true);
+    status_->setAccessibleName(tr("Lab run status"));
+    outer->addWidget(status_);
+    pages_ = new QTabWidget(this);
+    pages_->setAccessibleName(tr("Lab pages"));
+    pages_->addTab(buildSetupPage(), tr("Workload and policies"));
+    pages_->addTab(buildResultsPage(), tr("Results"));
+    outer->addWidget(pages_, 1);
     setMinStepMs(0);
-    right_layout->addWidget(buildSummaryTable());
-    right_layout->addWidget(buildResults(), 1);
-    outer->addWidget(right, 1);
 
     chart_timer_ = new QTimer(this);
     chart_timer_->setSingleShot(true);
@@ -57,22 +63,24 @@ LabView::LabView(EngineBridge* bridge, EngineFactory factory, QWidget* parent)
     refreshStatus();
 }
 
-// Left: the workload and the two policies, scrolled.
-QWidget* LabView::buildSetupColumn() {
-    auto* left = new QWidget(this);
-    auto* left_layout = new QVBoxLayout(left);
-    left_layout->setContentsMargins(0, 0, 0, 0);
-    form_ = new LabWorkloadForm(left);
-    left_layout->addWidget(form_);
-    policies_ = new LabPolicyEditor({tr("A"), tr("B")}, left);
-    left_layout->addWidget(policies_);
-    left_layout->addWidget(buildRunButtons());
-    left_layout->addStretch(1);
+// The workload beside the two policies, scrolled when the tab is short.
+QWidget* LabView::buildSetupPage() {
+    auto* page = new QWidget(this);
+    auto* columns = new QHBoxLayout(page);
+    columns->setContentsMargins(4, 4, 4, 4);
+    form_ = new LabWorkloadForm(page);
+    columns->addWidget(form_, 1);
+    policies_ = new LabPolicyEditor({tr("A"), tr("B")}, page);
+    auto* right = new QVBoxLayout;
+    right->addWidget(policies_);
+    right->addStretch(1);
+    columns->addLayout(right);
     auto* scroll = new QScrollArea(this);
-    scroll->setWidget(left);
+    scroll->setWidget(page);
     scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    scroll->setFixedWidth(qMin(left->sizeHint().width(), 320) + 18);
+    scroll->setMinimumWidth(page->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width());
     return scroll;
 }
 
@@ -81,7 +89,8 @@ QWidget* LabView::buildSummaryTable() {
     summary_table_ = new QTableView(this);
     summary_table_->setModel(summary_);
     summary_table_->setAccessibleName(tr("Lab summary: the bench figures of each policy"));
-    summary_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    // Each column as wide as its header and figures; the table never narrower than its columns.
+    summary_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     summary_table_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     summary_table_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     // Requests, failures and wall time are in the exported report; the table keeps to what compares.
@@ -92,21 +101,22 @@ QWidget* LabView::buildSummaryTable() {
     return summary_table_;
 }
 
-// The two timelines over the charts and the requests table.
-QWidget* LabView::buildResults() {
-    auto* split = new QSplitter(Qt::Vertical, this);
+// The summary, the key, the two timelines over the charts and the requests.
+QWidget* LabView::buildResultsPage() {
+    auto* page = new QWidget(this);
+    auto* layout = new QVBoxLayout(page);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(buildSummaryTable());
+    legend_ = new QLabel(page);   // one key for every chart and timeline: they share the colours
+    legend_->setWordWrap(true);
+    legend_->setAccessibleName(tr("Policy colours"));
+    layout->addWidget(legend_);
+    auto* split = new QSplitter(Qt::Vertical, page);
     timeline_a_ = new LabTimelineWidget(split);
     timeline_b_ = new LabTimelineWidget(split);
     tabs_ = new QTabWidget(split);
-    auto* charts_page = new QWidget(tabs_);
-    auto* charts_layout = new QVBoxLayout(charts_page);
-    charts_layout->setContentsMargins(0, 0, 0, 0);
-    charts_layout->setSpacing(0);
-    legend_ = new QLabel(charts_page);   // one key for every chart: they share the colours
-    charts_layout->addWidget(legend_);
-    charts_ = new LabCharts(charts_page);
-    charts_layout->addWidget(charts_, 1);
-    tabs_->addTab(charts_page, tr("Charts (A and B overlaid)"));
+    charts_ = new LabCharts(tabs_);
+    tabs_->addTab(charts_, tr("Charts (A and B overlaid)"));
     request_model_ = new LabRequestModel(this);
     request_table_ = new QTableView(tabs_);
     request_table_->setModel(request_model_);
@@ -115,11 +125,15 @@ QWidget* LabView::buildResults() {
     request_table_->verticalHeader()->hide();
     request_table_->horizontalHeader()->setStretchLastSection(true);
     request_table_->setAccessibleName(tr("Lab requests of the selected policy"));
+    std::vector<int> fitted;
+    for (int c = 0; c < LabRequestModel::ColumnCount; ++c) fitted.push_back(c);
+    new ColumnFitter(request_table_, fitted);
     tabs_->addTab(request_table_, tr("Requests"));
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 2);
     split->setStretchFactor(2, 5);
-    return split;
+    layout->addWidget(split, 1);
+    return page;
 }
 
 void LabView::connectRunner() {
@@ -150,35 +164,16 @@ void LabView::connectRunner() {
     });
 }
 
-QWidget* LabView::buildRunButtons() {
-    auto* row = new QWidget(this);
-    auto* rows = new QVBoxLayout(row);
-    rows->setContentsMargins(0, 0, 0, 0);
-    auto* l = new QHBoxLayout;
-    rows->addLayout(l);
-    preset_ = new QPushButton(tr("Preset"), row);
-    preset_->setToolTip(tr("A small workload whose joins and leaves are plain to see; A continuous, B static"));
-    run_ = new QPushButton(tr("Run A, then B"), row);
-    run_->setAccessibleName(tr("Run the workload under policy A, then policy B"));
-    cancel_ = new QPushButton(tr("Cancel"), row);
-    for (QWidget* w : std::initializer_list<QWidget*>{preset_, run_, cancel_}) l->addWidget(w);
-    export_ = new QPushButton(tr("Export run…"), row);
-    export_->setToolTip(tr("Markdown report, CSV of the steps, PNG of the charts"));
-    auto* second = new QHBoxLayout;
-    second->addWidget(export_);
-    second->addStretch(1);
-    rows->addLayout(second);
-    connect(export_, &QPushButton::clicked, this, &LabView::exportInteractively);
-    connect(preset_, &QPushButton::clicked, this, &LabView::usePreset);
-    connect(run_, &QPushButton::clicked, this, [this] { run(); });
-    connect(cancel_, &QPushButton::clicked, runner_, &LabRunner::cancel);
-    return row;
-}
-
+// One row: what to run, how fast, and what to do with the result.
 QWidget* LabView::buildControls() {
     auto* bar = new QWidget(this);
     auto* l = new QHBoxLayout(bar);
     l->setContentsMargins(0, 0, 0, 0);
+    preset_ = new QPushButton(tr("Preset"), bar);
+    preset_->setToolTip(tr("A small workload whose joins and leaves are plain to see; A continuous, B static"));
+    run_ = new QPushButton(tr("Run A, then B"), bar);
+    run_->setAccessibleName(tr("Run the workload under policy A, then policy B"));
+    cancel_ = new QPushButton(tr("Cancel"), bar);
     pause_ = new QPushButton(tr("Pause"), bar);
     pause_->setCheckable(true);
     step_ = new QPushButton(tr("Step"), bar);
@@ -188,18 +183,19 @@ QWidget* LabView::buildControls() {
     pace_->setSingleStep(10);
     pace_->setPageStep(100);
     pace_->setAccessibleName(tr("Minimum step duration, ms"));
-    pace_->setToolTip(tr("Slow the run down to at least this long a step (0: real time)"));
+    pace_->setToolTip(tr("Pace: slow the run down to at least this long a step (0: real time)"));
     pace_->setMinimumWidth(60);
     pace_label_ = new QLabel(bar);
     pace_label_->setMinimumWidth(pace_label_->fontMetrics().horizontalAdvance(tr("≥1000 ms/step")) + 4);
-    status_ = new QLabel(bar);
-    status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-    l->addWidget(pause_);
-    l->addWidget(step_);
-    l->addWidget(new QLabel(tr("Pace"), bar));
-    l->addWidget(pace_);
-    l->addWidget(pace_label_);
-    l->addWidget(status_, 1);
+    export_ = new QPushButton(tr("Export run…"), bar);
+    export_->setToolTip(tr("Markdown report, CSV of the steps, PNG of the charts"));
+    for (QWidget* w : std::initializer_list<QWidget*>{preset_, run_, cancel_, pause_, step_, pace_, pace_label_})
+        l->addWidget(w, w == pace_ ? 1 : 0);
+    l->addWidget(export_);
+    connect(preset_, &QPushButton::clicked, this, &LabView::usePreset);
+    connect(run_, &QPushButton::clicked, this, [this] { run(); });
+    connect(cancel_, &QPushButton::clicked, runner_, &LabRunner::cancel);
+    connect(export_, &QPushButton::clicked, this, &LabView::exportInteractively);
     connect(pause_, &QPushButton::toggled, this, [this](bool on) {
         runner_->setPaused(on);
         pause_->setText(on ? tr("Resume") : tr("Pause"));
@@ -255,6 +251,7 @@ bool LabView::run() {
     std::vector<LabPolicy> policies = {{QStringLiteral("A"), policies_->apply(0, base)}, {QStringLiteral("B"), policies_->apply(1, base)}};
     const std::vector<double> arrivals = arrival_times_s(workload.arrival, requests.size());
     runner_->start(std::move(policies), std::move(requests), arrivals, std::move(adapters));
+    pages_->setCurrentIndex(1);   // the results, as they come
     return true;
 }
 
@@ -283,6 +280,9 @@ void LabView::refreshSummary() {
         for (int i = 0; i < runner_->policyCount(); ++i) rows << runner_->policy(i).name;
     }
     summary_->setFigures(rows, figures);
+    // ResizeToContents columns may need more than the table's share of the tab: say so to the layout.
+    summary_table_->setMinimumWidth(summary_table_->verticalHeader()->sizeHint().width() +
+                                    summary_table_->horizontalHeader()->length() + 2 * summary_table_->frameWidth());
 }
 
 void LabView::refreshStatus() {
@@ -291,7 +291,7 @@ void LabView::refreshStatus() {
     export_->setEnabled(!runner_->isRunning() && runner_->policyCount() > 0);
     const int p = runner_->currentPolicy();
     if (!runner_->isRunning() || p < 0 || p >= runner_->policyCount()) {
-        status_->setText(runner_->policyCount() ? tr("Done: compare A and B below") : tr("Define a workload and press Run"));
+        status_->setText(runner_->policyCount() ? tr("Done: A and B compared on the Results page") : tr("Define a workload and press Run"));
         return;
     }
     const LabRunData& d = runner_->data(p);

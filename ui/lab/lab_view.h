@@ -60,11 +60,10 @@ Q_SIGNALS:
 
 private:
     QWidget* buildControls();
-    QWidget* buildSetupColumn();
+    QWidget* buildSetupPage();
     QWidget* buildSummaryTable();
-    QWidget* buildResults();
+    QWidget* buildResultsPage();
     void connectRunner();
-    QWidget* buildRunButtons();
     void refreshSummary();
     void refreshStatus();
     void selectRequest(int policy, int request_index);
@@ -83,7 +82,7 @@ private:
     LabSummaryModel* summary_ = nullptr;
     LabRequestModel* request_model_ = nullptr;
     QTableView *summary_table_ = nullptr, *request_table_ = nullptr;
-    QTabWidget* tabs_ = nullptr;
+    QTabWidget *pages_ = nullptr, *tabs_ = nullptr;
     QPushButton *run_ = nullptr, *cancel_ = nullptr, *pause_ = nullptr, *step_ = nullptr, *export_ = nullptr,
                 *preset_ = nullptr;
     QSlider* pace_ = nullptr;

@@ -3,8 +3,10 @@
 #include <QBrush>
 #include <QColor>
 #include <QFileInfo>
+#include <QGuiApplication>
 
 #include "common/format.h"
+#include "common/theme.h"
 
 namespace lorascope::ui {
 
@@ -43,8 +45,8 @@ QVariant AdapterListModel::data(const QModelIndex& index, int role) const {
         if (!warnings.isEmpty()) return warnings.join(QLatin1Char('\n'));
         return e.path;
     case Qt::ForegroundRole:
-        if (index.column() == ColStatus && e.state == State::Failed) return QBrush(QColor(0xb0, 0x20, 0x20));
-        if (index.column() == ColStatus && !warnings.isEmpty()) return QBrush(QColor(0xa0, 0x60, 0x00));
+        if (index.column() == ColStatus && e.state == State::Failed) return QBrush(errorText(QGuiApplication::palette()));
+        if (index.column() == ColStatus && !warnings.isEmpty()) return QBrush(warningText(QGuiApplication::palette()));
         return {};
     case Qt::DisplayRole:
         switch (index.column()) {

@@ -7,6 +7,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QMap>
+#include <QPushButton>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
@@ -80,6 +81,10 @@ HfCachePickerDialog::HfCachePickerDialog(const QString& hub_dir, QWidget* parent
     if (snapshots_.empty()) new QTreeWidgetItem(tree_, {tr("No models found")});
     layout->addWidget(tree_);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Open | QDialogButtonBox::Cancel, this);
+    // Open only with a snapshot chosen: never on "No models found" or a repository's own line.
+    QPushButton* open = buttons->button(QDialogButtonBox::Open);
+    open->setEnabled(false);
+    connect(tree_, &QTreeWidget::currentItemChanged, this, [this, open] { open->setEnabled(!selectedDirectory().isEmpty()); });
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     connect(tree_, &QTreeWidget::itemDoubleClicked, this, [this](QTreeWidgetItem* item) {

@@ -145,9 +145,10 @@ QFormLayout* ModelPanel::buildComputeForm() {
     device_->addItems({QStringLiteral("cpu"), QStringLiteral("cuda"), QStringLiteral("cuda:1")});
     device_->setAccessibleName(tr("Device"));
     dtype_ = new QComboBox(this);
+    // The engine's --dtype choices; setComputeTypes says which this CPU runs and with what.
     dtype_->addItems({QStringLiteral("float32"), QStringLiteral("bfloat16"), QStringLiteral("int8"),
-                      QStringLiteral("float16")});
-    dtype_->setItemData(3, tr("the whole model in float16: for CUDA (on the CPU it runs through ATen, slowly)"),
+                      QStringLiteral("int4"), QStringLiteral("float16")});
+    dtype_->setItemData(dtype_->findText(QStringLiteral("float16")), tr("the whole model in float16: for CUDA (on the CPU it runs through ATen, slowly)"),
                         Qt::ToolTipRole);
     dtype_->setAccessibleName(tr("Data type"));
     dtype_note_ = new QLabel(this);
@@ -164,7 +165,8 @@ QFormLayout* ModelPanel::buildComputeForm() {
     form->addRow(tr("Threads"), threads_);
     token_ = new QLineEdit(this);
     token_->setEchoMode(QLineEdit::Password);
-    token_->setPlaceholderText(tr("for a server that needs one"));
+    token_->setPlaceholderText(tr("optional"));
+    token_->setToolTip(tr("The API token of a server that needs one (or set LORASCOPE_API_TOKEN); never stored"));
     token_->setAccessibleName(tr("Server API token"));
     form->addRow(tr("API token"), token_);
 

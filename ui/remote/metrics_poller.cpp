@@ -85,8 +85,17 @@ void MetricsPoller::poll() {
     request.setRawHeader("Accept", "text/plain; version=0.0.4");
     if (!authorization_.isEmpty()) request.setRawHeader("Authorization", authorization_);
     request.setTransferTimeout(timeout_ms_);
+    // The token is for this server only: no redirect to another origin.
+    request.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::SameOriginRedirectPolicy);
     QNetworkReply* reply = nam_.get(request);
     in_flight_ = reply;
+    over_cap_ = false;
+    // Counted as it arrives (Content-Length may be absent or lie): past the cap the poll stops.
+    connect(reply, &QNetworkReply::downloadProgress, this, [this, reply](qint64 received, qint64 total) {
+        if (reply != in_flight_ || (received <= max_scrape_bytes_ && total <= max_scrape_bytes_)) return;
+        over_cap_ = true;
+        reply->abort();
+    });
     connect(reply, &QNetworkReply::finished, this, [this, reply] { onReply(reply); });
 }
 
@@ -95,8 +104,12 @@ void MetricsPoller::onReply(QNetworkReply* reply) {
     if (reply != in_flight_) return;   // stopped or restarted meanwhile
     in_flight_ = nullptr;
     if (!active_) return;
+    if (over_cap_)
+        return failed(ServerMetricsModel::State::Unrecognised,
+                      tr("its body is larger than %1 (the window's limit per scrape)")
+                          .arg(max_scrape_bytes_ % (1 << 20) ? tr("%1 bytes").arg(max_scrape_bytes_) : tr("%1 MiB").arg(max_scrape_bytes_ >> 20)));
     const int status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
-    if (status >= 400) return failed(ServerMetricsModel::State::HttpError, http_failure(status, reply->readAll()));
+    if (status >= 400) return failed(ServerMetricsModel::State::HttpError, http_failure(status, reply->read(64 << 10)));
     if (reply->error() != QNetworkReply::NoError) {
         // errorString() names the URL and the reason; the token is in a header and never in it.
         const QString why = reply->error() == QNetworkReply::OperationCanceledError

@@ -24,6 +24,9 @@ class MetricsPoller : public QObject {
 public:
     static constexpr int kDefaultIntervalMs = 1000;
     static constexpr int kMaxBackoffMs = 30000;
+    // LoRAX's and vLLM's scrapes are a few tens of KiB; a body past this is refused (and its
+    // poll counts as a failure) rather than held and parsed.
+    static constexpr qint64 kMaxScrapeBytes = 8 << 20;
 
     explicit MetricsPoller(ServerMetricsModel* model, QObject* parent = nullptr);
     ~MetricsPoller() override;
@@ -38,6 +41,8 @@ public:
     int nextDelayMs() const { return next_delay_ms_; }
     // How long one poll may take before it counts as a failure.
     void setTimeoutMs(int ms) { timeout_ms_ = ms; }
+    // The largest body a scrape may have (tests lower it).
+    void setMaxScrapeBytes(qint64 bytes) { max_scrape_bytes_ = bytes; }
 
 private:
     void poll();
@@ -52,7 +57,8 @@ private:
     QPointer<QNetworkReply> in_flight_;
     QUrl metrics_url_;
     QByteArray authorization_;
-    bool active_ = false;
+    bool active_ = false, over_cap_ = false;
+    qint64 max_scrape_bytes_ = kMaxScrapeBytes;
     int interval_ms_ = kDefaultIntervalMs, timeout_ms_ = 5000, next_delay_ms_ = kDefaultIntervalMs;
     int consecutive_failures_ = 0;
 };

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <unordered_set>
 
 namespace lorascope::ui::prometheus {
 
@@ -70,6 +71,8 @@ bool quoted(Line& l, std::string& out, std::string& why) {
 
 bool labels(Line& l, Labels& out, std::string& why) {
     ++l.i;   // '{'
+    // A set, not a scan of what came before: a hostile line with 100,000 labels was quadratic.
+    std::unordered_set<std::string> seen;
     for (;;) {
         l.skipBlanks();
         if (l.peek() == '}') {
@@ -90,11 +93,10 @@ bool labels(Line& l, Labels& out, std::string& why) {
         l.skipBlanks();
         std::string value;
         if (!quoted(l, value, why)) return false;
-        for (const auto& [k, v] : out)
-            if (k == key) {
-                why = "label " + key + " is given twice";
-                return false;
-            }
+        if (!seen.insert(key).second) {
+            why = "label " + key + " is given twice";
+            return false;
+        }
         out.emplace_back(std::move(key), std::move(value));
         l.skipBlanks();
         if (l.peek() == ',') {

@@ -86,7 +86,9 @@ void RemoteCredentials::setToken(const QString& location, const QString& token) 
 
 QString RemoteCredentials::token(const QString& location) {
     QMutexLocker lock(&g_credentials_mutex);
-    return credentials().value(location.trimmed());
+    const QString typed = credentials().value(location.trimmed());
+    // The environment's, so that a token never has to be typed (nor be on a command line, in `ps`).
+    return typed.isEmpty() ? qEnvironmentVariable("LORASCOPE_API_TOKEN") : typed;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -164,6 +166,20 @@ public:
         info.path = dir;
         info.loaded = true;
         info.warnings.push_back("remote: the server resolves adapter '" + name + "' itself; the directory is not read");
+        return remember(std::move(info));
+    }
+    // An adapter the server lists in /info, with the rank, alpha and targets it publishes there.
+    void remember_published(const QJsonObject& a) {
+        AdapterInfo info;
+        info.name = a.value(QStringLiteral("name")).toString().toStdString();
+        info.loaded = true;
+        info.rank = a.value(QStringLiteral("rank")).toInteger();
+        info.alpha = a.value(QStringLiteral("alpha")).toDouble();
+        for (const auto& t : a.value(QStringLiteral("targets")).toArray()) info.targets.push_back(t.toString().toStdString());
+        remember(std::move(info));
+    }
+    AdapterInfo remember(AdapterInfo info) {
+        const std::string& name = info.name;
         std::lock_guard<std::mutex> lock(mutex_);
         for (const auto& a : adapters_)
             if (a.name == name) return a;
@@ -219,8 +235,7 @@ private:
                 model_.family = Family::Bloom;
                 model_.arch = BloomConfig{};
             }
-            for (const auto& a : o.value(QStringLiteral("adapters")).toArray())
-                load_adapter(a.toObject().value(QStringLiteral("name")).toString().toStdString(), {});
+            for (const auto& a : o.value(QStringLiteral("adapters")).toArray()) remember_published(a.toObject());
         } else {
             const QJsonArray models = o.value(QStringLiteral("data")).toArray();
             if (models.isEmpty()) throw Error(ErrorKind::Format, link->where(path), "the server lists no models");

@@ -25,7 +25,11 @@ struct RemoteEndpoint {
     RemoteDialect dialect = RemoteDialect::Lorax;
     QString api_token;                 // empty: none
     int timeout_ms = 30000;            // connect, and longest silence inside a stream
-    int connect_attempts = 4;          // connection errors only; 250 ms, 500 ms, 1 s, ... between them
+    int connect_attempts = 4;          // GET /info at creation: connection errors only; 250 ms, 500 ms, 1 s, ... apart
+    // A stream's connection errors (before any data) are retried this long, 250 ms doubling up to
+    // 4 s apart: a server that takes a few seconds to (re)start is waited for, not given up on
+    // after four tries in under 2 s.
+    int retry_for_ms = 30000;
 };
 
 // "http://..." or "https://..." (optionally "openai+http(s)://..." for the OpenAI dialect): a model
@@ -46,6 +50,7 @@ std::unique_ptr<Engine> createRemoteEngine(const RemoteEndpoint& endpoint);
 class RemoteCredentials {
 public:
     static void setToken(const QString& location, const QString& token);
+    // The token typed for `location`, else the environment's LORASCOPE_API_TOKEN (empty: none).
     static QString token(const QString& location);
 };
 

@@ -66,6 +66,9 @@ QNetworkRequest Link::request_for(const QByteArray& path, bool streaming) {
     if (streaming) r.setRawHeader("Accept", "text/event-stream");
     if (!endpoint_.api_token.isEmpty()) r.setRawHeader("Authorization", "Bearer " + endpoint_.api_token.toUtf8());
     r.setTransferTimeout(endpoint_.timeout_ms);
+    // The token is for this server: a redirect elsewhere would carry it along (Qt's default
+    // policy follows any redirect that is no less safe, keeping the Authorization header).
+    r.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::SameOriginRedirectPolicy);
     return r;
 }
 
@@ -100,51 +103,75 @@ void Link::start(std::shared_ptr<Link::Stream> s) {
 
 void Link::send(const std::shared_ptr<Link::Stream>& s) {
     ++s->attempts;
+    s->buffer.clear();
+    s->scanned = 0;
+    s->error_body.clear();
     QNetworkReply* reply = manager_for(s)->post(request_for(s->path, true), s->body);
     s->reply = reply;
-    QObject::connect(reply, &QNetworkReply::readyRead, this, [this, s, reply] {
-        if (s->reply != reply || s->finished) return;
-        const int status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
-        if (status >= 400) return;   // the error body is read whole in finished()
-        s->got_data = true;
-        s->buffer += reply->readAll();
-        parse_events(s);
-    });
+    reply->setReadBufferSize(2 * kMaxEventBytes);   // Qt holds no more than that unread; we read at each readyRead
+    QObject::connect(reply, &QNetworkReply::readyRead, this, [this, s, reply] { guarded(s, [&] { on_ready_read(s, reply); }); });
     QObject::connect(reply, &QNetworkReply::finished, this, [this, s, reply] {
         reply->deleteLater();
-        if (s->reply != reply) return;
-        s->reply = nullptr;
-        if (s->finished) return;
-        if (s->cancelled) return finish(s, FinishReason::Cancelled, {});
-        const int status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
-        if (status >= 400) return finish(s, FinishReason::Error, http_error_message(status, reply->readAll()));
-        if (reply->error() != QNetworkReply::NoError) {
-            if (!s->got_data && is_connection_error(reply->error()) && s->attempts < endpoint_.connect_attempts) {
-                const int delay_ms = 250 << (s->attempts - 1);
-                QTimer::singleShot(delay_ms, this, [this, s] {
+        guarded(s, [&] { on_finished(s, reply); });
+    });
+}
+
+template <typename F>
+void Link::guarded(const std::shared_ptr<Stream>& s, F&& body) {
+    try {
+        body();
+    } catch (const std::exception& e) {
+        finish(s, FinishReason::Error, QStringLiteral("%1: %2").arg(QString::fromStdString(where(s->path)), QString::fromUtf8(e.what())));
+    } catch (...) {
+        finish(s, FinishReason::Error, QStringLiteral("%1: an unknown failure while reading the stream").arg(QString::fromStdString(where(s->path))));
+    }
+}
+
+void Link::on_ready_read(const std::shared_ptr<Stream>& s, QNetworkReply* reply) {
+    if (s->reply != reply || s->finished) return;
+    const int status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
+    if (status >= 400) {   // the error's start is enough to say what it was; the rest is dropped
+        const QByteArray more = reply->readAll();
+        s->error_body += more.left(std::max<qsizetype>(0, kMaxErrorBody - s->error_body.size()));
+        return;
+    }
+    s->got_data = true;
+    read_events(s, reply);
+}
+
+void Link::on_finished(const std::shared_ptr<Stream>& s, QNetworkReply* reply) {
+    if (s->reply != reply) return;
+    s->reply = nullptr;
+    if (s->finished) return;
+    if (s->cancelled) return finish(s, FinishReason::Cancelled, {});
+    const int status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
+    if (status >= 400) {
+        s->error_body += reply->read(std::max<qsizetype>(0, kMaxErrorBody - s->error_body.size()));
+        return finish(s, FinishReason::Error, http_error_message(status, s->error_body));
+    }
+    if (reply->error() != QNetworkReply::NoError) {
+        const int delay_ms = 250 << std::min(s->attempts - 1, 4);   // 250 ms .. 4 s
+        if (!s->got_data && is_connection_error(reply->error()) && ms_since(s->submitted) + delay_ms <= endpoint_.retry_for_ms) {
+            QTimer::singleShot(delay_ms, this, [this, s] {
+                guarded(s, [&] {
                     if (!s->cancelled && !s->finished) send(s);
                     else if (!s->finished) finish(s, FinishReason::Cancelled, {});
                 });
-                return;
-            }
-            QString why = reply->errorString();
-            if (reply->error() == QNetworkReply::OperationCanceledError)
-                why = QStringLiteral("no data for %1 ms (timeout)").arg(endpoint_.timeout_ms);
-            return finish(s, FinishReason::Error,
-                          QStringLiteral("%1 after %2 attempt(s): %3")
-                              .arg(QString::fromStdString(where(s->path)))
-                              .arg(s->attempts)
-                              .arg(why));
+            });
+            return;
         }
-        s->buffer += reply->readAll();
-        parse_events(s);
-        if (!s->finished) {
-            if (s->final_text) return finish(s, s->reason, {});
-            finish(s, FinishReason::Error,
-                   QStringLiteral("%1: the server closed the stream before the request finished")
-                       .arg(QString::fromStdString(where(s->path))));
-        }
-    });
+        QString why = reply->errorString();
+        if (reply->error() == QNetworkReply::OperationCanceledError)
+            why = QStringLiteral("no data for %1 ms (timeout)").arg(endpoint_.timeout_ms);
+        return finish(s, FinishReason::Error,
+                      QStringLiteral("%1 after %2 attempt(s): %3").arg(QString::fromStdString(where(s->path))).arg(s->attempts).arg(why));
+    }
+    read_events(s, reply);
+    if (!s->finished) {
+        if (s->final_text) return finish(s, s->reason, {});
+        finish(s, FinishReason::Error,
+               QStringLiteral("%1: the server closed the stream before the request finished").arg(QString::fromStdString(where(s->path))));
+    }
 }
 
 QNetworkAccessManager* Link::manager_for(const std::shared_ptr<Link::Stream>& s) {
@@ -173,42 +200,57 @@ void Link::cancel_all() {
     for (RequestId id : ids) cancel(id);
 }
 
+void Link::read_events(const std::shared_ptr<Link::Stream>& s, QNetworkReply* reply) {
+    QByteArray more = reply->readAll();
+    // JSON escapes its carriage returns, so every raw one is a line end's (CRLF framing).
+    more.replace('\r', QByteArray());
+    s->buffer += more;
+    parse_events(s);
+    if (!s->finished && s->buffer.size() > kMaxEventBytes)
+        abort_with(s, QStringLiteral("%1: a server-sent event longer than %2 MiB (the window's limit per event)")
+                          .arg(QString::fromStdString(where(s->path)))
+                          .arg(kMaxEventBytes >> 20));
+}
+
+// Each event is searched for once: the scan resumes where the last one stopped, and what was read
+// leaves the buffer in one move per arrival, not one per event.
 void Link::parse_events(const std::shared_ptr<Link::Stream>& s) {
-    s->buffer.replace("\r\n", "\n");
-    for (;;) {
-        const int end = s->buffer.indexOf("\n\n");
-        if (end < 0 || s->finished) return;
-        const QByteArray event = s->buffer.left(end);
-        s->buffer.remove(0, end + 2);
-        QByteArray data;
-        for (const QByteArray& line : event.split('\n')) {
-            if (!line.startsWith("data:")) continue;   // comments (keep-alives), event names, ids
-            QByteArray d = line.mid(5);
-            if (d.startsWith(' ')) d.remove(0, 1);
-            data += d;
-        }
-        if (data.isEmpty()) continue;
-        if (data == "[DONE]") {
-            s->done_marker = true;
-            if (s->final_text) finish(s, s->reason, {});
-            continue;
-        }
-        QJsonParseError error{};
-        const QJsonDocument doc = QJsonDocument::fromJson(data, &error);
-        if (error.error != QJsonParseError::NoError || !doc.isObject()) {
-            abort_with(s, QStringLiteral("%1: malformed server-sent event (%2): %3")
-                              .arg(QString::fromStdString(where(s->path)), error.errorString(),
-                                   QString::fromUtf8(data.left(120))));
-            return;
-        }
-        const QJsonObject o = doc.object();
-        if (o.contains(QStringLiteral("error"))) {
-            abort_with(s, http_error_message(200, data).replace(QStringLiteral("HTTP 200"), QStringLiteral("stream error")));
-            return;
-        }
-        if (endpoint_.dialect == RemoteDialect::Lorax) on_lorax_event(s, o);
-        else on_openai_event(s, o);
+    qsizetype begin = 0;
+    while (!s->finished) {
+        const qsizetype end = s->buffer.indexOf("\n\n", std::max(begin, s->scanned - 1));
+        if (end < 0) break;
+        dispatch_event(s, s->buffer.mid(begin, end - begin));
+        begin = end + 2;
+        s->scanned = begin;
     }
+    s->buffer.remove(0, begin);
+    s->scanned = s->buffer.size();
+}
+
+void Link::dispatch_event(const std::shared_ptr<Link::Stream>& s, const QByteArray& event) {
+    QByteArray data;
+    for (const QByteArray& line : event.split('\n')) {
+        if (!line.startsWith("data:")) continue;   // comments (keep-alives), event names, ids
+        QByteArray d = line.mid(5);
+        if (d.startsWith(' ')) d.remove(0, 1);
+        data += d;
+    }
+    if (data.isEmpty()) return;
+    if (data == "[DONE]") {
+        s->done_marker = true;
+        if (s->final_text) finish(s, s->reason, {});
+        return;
+    }
+    QJsonParseError error{};
+    const QJsonDocument doc = QJsonDocument::fromJson(data, &error);
+    if (error.error != QJsonParseError::NoError || !doc.isObject())
+        return abort_with(s, QStringLiteral("%1: malformed server-sent event (%2): %3")
+                                 .arg(QString::fromStdString(where(s->path)), error.errorString(), QString::fromUtf8(data.left(120))));
+    const QJsonObject o = doc.object();
+    if (o.contains(QStringLiteral("error")))
+        return abort_with(s, http_error_message(200, data).replace(QStringLiteral("HTTP 200"), QStringLiteral("stream error")));
+    if (endpoint_.dialect == RemoteDialect::Lorax) on_lorax_event(s, o);
+    else on_openai_event(s, o);
 }
 
 void Link::emit_token(const std::shared_ptr<Link::Stream>& s, int64_t id, const QString& text, float logprob, bool special) {

@@ -37,7 +37,9 @@ public:
         QNetworkAccessManager* manager = nullptr;   // chosen at the first attempt, kept for retries
         int attempts = 0;
         bool got_data = false, cancelled = false, finished = false, done_marker = false;
-        QByteArray buffer;
+        QByteArray buffer;          // what arrived of the event being read (capped: kMaxEventBytes)
+        qsizetype scanned = 0;      // how far `buffer` is known to hold no event end
+        QByteArray error_body;      // an HTTP error's body, its first kMaxErrorBody bytes
         std::vector<int64_t> ids;
         std::vector<float> logprobs;
         std::string streamed;
@@ -77,7 +79,11 @@ public:
 
     void cancel_all();
 
+    // Takes what the reply has and reads each whole event; past kMaxEventBytes without an event's
+    // end the stream fails (a server cannot grow the window's memory without bound).
+    void read_events(const std::shared_ptr<Stream>& s, QNetworkReply* reply);
     void parse_events(const std::shared_ptr<Stream>& s);
+    void dispatch_event(const std::shared_ptr<Stream>& s, const QByteArray& event);
 
     void emit_token(const std::shared_ptr<Stream>& s, int64_t id, const QString& text, float logprob, bool special);
 
@@ -93,7 +99,18 @@ public:
 
     RemoteEndpoint endpoint_;
 
+    // LoRAX's and vLLM's events are a token each, a few hundred bytes; the final one repeats the
+    // text, so a generous cap still passes a long generation's.
+    static constexpr qsizetype kMaxEventBytes = 1 << 20;
+    static constexpr qsizetype kMaxErrorBody = 64 << 10;
+
 private:
+    void on_ready_read(const std::shared_ptr<Stream>& s, QNetworkReply* reply);
+    void on_finished(const std::shared_ptr<Stream>& s, QNetworkReply* reply);
+    // Runs a slot's body; an exception ends that stream with its message instead of escaping
+    // into Qt's event loop (which aborts the process).
+    template <typename F>
+    void guarded(const std::shared_ptr<Stream>& s, F&& body);
     static constexpr int kStreamsPerManager = 6;
     QNetworkAccessManager nam_;                           // /info and /v1/models, and the first streams
     std::vector<QNetworkAccessManager*> stream_managers_;  // nam_, then more as needed (children of the link)

@@ -8,6 +8,7 @@
 #include <QLineEdit>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <climits>
 
 namespace lorascope::ui {
@@ -40,7 +41,7 @@ std::vector<std::string> stopList(const QString& text) {
 ParamsPanel::ParamsPanel(QWidget* parent) : QWidget(parent) {
     auto* outer = new QVBoxLayout(this);
     preset_ = new QComboBox(this);
-    preset_->addItems({tr("Model defaults"), tr("Greedy"), tr("Beam search (4 beams)"), tr("Creative sampling")});
+    preset_->addItems({tr("Model defaults"), tr("Greedy"), tr("Beam search (4 beams)"), tr("Creative sampling"), tr("Custom")});
     preset_->setAccessibleName(tr("Parameter preset"));
     preset_->setToolTip(tr("Fill the controls with a preset; \"Model defaults\" is the model's generation_config.json"));
     outer->addWidget(preset_);
@@ -56,8 +57,11 @@ ParamsPanel::ParamsPanel(QWidget* parent) : QWidget(parent) {
     outer->addStretch(1);
 
     setValues(defaults_);
-    connect(preset_, qOverload<int>(&QComboBox::activated), this, [this](int i) { applyPreset(Preset(i)); });
-    auto changed = [this] { updateEnabledState(); Q_EMIT paramsChanged(); };
+    connect(preset_, qOverload<int>(&QComboBox::activated), this, [this](int i) {
+        if (Preset(i) == Preset::Custom) refreshPresetShown();   // nothing to apply: shows what is
+        else applyPreset(Preset(i));
+    });
+    auto changed = [this] { updateEnabledState(); refreshPresetShown(); Q_EMIT paramsChanged(); };
     for (QSpinBox* b : {max_new_, min_new_, top_k_, no_repeat_, beams_, seed_}) connect(b, &QSpinBox::valueChanged, this, changed);
     for (QDoubleSpinBox* b : {temperature_, top_p_, typical_p_, min_p_, repetition_, length_penalty_})
         connect(b, &QDoubleSpinBox::valueChanged, this, changed);
@@ -109,6 +113,11 @@ void ParamsPanel::addRows(QFormLayout* form) {
     seed_row->addWidget(fixed_seed_);
     seed_row->addWidget(seed_, 1);
     form->addRow(tr("Max new tokens"), max_new_);
+    max_new_note_ = new QLabel(this);
+    max_new_note_->setWordWrap(true);
+    max_new_note_->setAccessibleName(tr("Limit of new tokens"));
+    max_new_note_->hide();
+    form->addRow(QString(), max_new_note_);
     form->addRow(tr("Min new tokens"), min_new_);
     form->addRow(QString(), do_sample_);
     form->addRow(tr("Temperature"), temperature_);
@@ -150,10 +159,19 @@ void ParamsPanel::setGenerationConfig(const GenerationConfig& config) {
     defaults_ = valuesFrom(config);
     setValues(defaults_);
     applyChangedValues(mine);
-    source_->setText(config.max_new_tokens ? tr("Defaults: the model's generation config")
-                                           : tr("Defaults: the model's generation config (max_length %1 in total)")
-                                                 .arg(config.max_length.value_or(20)));
+    has_config_ = true;
+    max_length_note_ = config.max_new_tokens ? QString() : tr(" (max_length %1 in total)").arg(config.max_length.value_or(20));
+    refreshPresetShown();
 }
+
+void ParamsPanel::setMaxNewTokensLimit(std::optional<int64_t> most, int64_t positions) {
+    max_new_->setMaximum(most ? int(std::min<int64_t>(*most, 1000000)) : 1000000);   // clamps the value shown, and so sent
+    max_new_note_->setVisible(most.has_value());
+    if (most) max_new_note_->setText(tr("At most %1: the model has %2 positions.").arg(*most).arg(positions));
+    refreshPresetShown();
+}
+
+int64_t ParamsPanel::maxNewTokensLimit() const { return max_new_->maximum(); }
 
 ParamsPanel::Values ParamsPanel::values() const {
     Values v;
@@ -199,13 +217,15 @@ void ParamsPanel::setValues(const Values& v) {
     ignore_eos_->setChecked(v.ignore_eos);
     logprobs_->setChecked(v.logprobs);
     updateEnabledState();
+    refreshPresetShown();
     Q_EMIT paramsChanged();
 }
 
-void ParamsPanel::applyPreset(Preset preset) {
+ParamsPanel::Values ParamsPanel::presetValues(Preset preset) const {
     Values v = defaults_;
     switch (preset) {
-    case Preset::ModelDefaults: break;
+    case Preset::ModelDefaults:
+    case Preset::Custom: return v;
     case Preset::Greedy:
         v.do_sample = false;
         v.num_beams = 1;
@@ -225,8 +245,36 @@ void ParamsPanel::applyPreset(Preset preset) {
         break;
     }
     v.max_new_tokens = max_new_->value();   // a preset is about decoding, not length
+    return v;
+}
+
+void ParamsPanel::applyPreset(Preset preset) {
+    if (preset == Preset::Custom) return;
+    setValues(presetValues(preset));
     preset_->setCurrentIndex(int(preset));
-    setValues(v);
+}
+
+ParamsPanel::Preset ParamsPanel::shownPreset() const { return Preset(preset_->currentIndex()); }
+
+// The preset the controls match (Model defaults only at the model's own length too), else Custom;
+// and which fields differ from the model's defaults, so what applies is what the panel says.
+void ParamsPanel::refreshPresetShown() {
+    const Values v = values();
+    Preset shown = Preset::Custom;
+    for (Preset p : {Preset::ModelDefaults, Preset::Greedy, Preset::Beam4, Preset::CreativeSampling}) {
+        Values want = presetValues(p);
+        if (p == Preset::ModelDefaults) want.max_new_tokens = defaults_.max_new_tokens;
+        if (differences(v, want).isEmpty()) {
+            shown = p;
+            break;
+        }
+    }
+    if (preset_->currentIndex() != int(shown)) preset_->setCurrentIndex(int(shown));
+    const QStringList changed = differences(v, defaults_).keys();
+    QString text = has_config_ ? tr("Defaults: the model's generation config%1").arg(max_length_note_)
+                               : tr("Defaults: Hugging Face's (no model loaded)");
+    if (!changed.isEmpty()) text += tr("; changed: %1").arg(changed.join(QStringLiteral(", ")));
+    source_->setText(text);
 }
 
 void ParamsPanel::updateEnabledState() {
@@ -262,9 +310,9 @@ GenerationParams ParamsPanel::params() const {
     return p;
 }
 
-QVariantMap ParamsPanel::changedValues() const {
-    const Values v = values();
-    const Values& d = defaults_;
+QVariantMap ParamsPanel::changedValues() const { return differences(values(), defaults_); }
+
+QVariantMap ParamsPanel::differences(const Values& v, const Values& d) {
     QVariantMap m;
     auto put = [&m](const char* key, auto value, auto def) { if (value != def) m.insert(QLatin1String(key), QVariant::fromValue(value)); };
     put("max_new_tokens", qint64(v.max_new_tokens), qint64(d.max_new_tokens));

@@ -5,6 +5,7 @@
 
 #include <QVariantMap>
 #include <QWidget>
+#include <optional>
 
 #include "lorascope/config.h"
 #include "lorascope/params.h"
@@ -38,11 +39,16 @@ public:
         bool ignore_eos = false;
         bool logprobs = true;    // the comparison view's tooltips need them
     };
-    enum class Preset { ModelDefaults, Greedy, Beam4, CreativeSampling };
+    // Custom: the controls match no preset (the person's own or saved changes).
+    enum class Preset { ModelDefaults, Greedy, Beam4, CreativeSampling, Custom };
 
     explicit ParamsPanel(QWidget* parent = nullptr);
 
     void setGenerationConfig(const GenerationConfig& config);   // new defaults; keeps the person's changes
+    // The most new tokens the loaded model holds (none: unbounded): the control stops there and
+    // says so once, beside it.
+    void setMaxNewTokensLimit(std::optional<int64_t> most, int64_t positions = 0);
+    int64_t maxNewTokensLimit() const;
     GenerationParams params() const;
     Values values() const;
     void setValues(const Values& values);
@@ -51,8 +57,12 @@ public:
     // The person's changes, for QSettings.
     QVariantMap changedValues() const;
     void applyChangedValues(const QVariantMap& map);
+    // The preset the controls show now: the one they match, else Custom.
+    Preset shownPreset() const;
 
     static Values valuesFrom(const GenerationConfig& config);
+    // The fields of `v` that differ from `d`, by their generation_config names.
+    static QVariantMap differences(const Values& v, const Values& d);
 
 Q_SIGNALS:
     void paramsChanged();
@@ -61,7 +71,11 @@ private:
     void createControls();
     void addRows(QFormLayout* form);
     void updateEnabledState();
+    void refreshPresetShown();
+    Values presetValues(Preset preset) const;
     Values defaults_;
+    bool has_config_ = false;
+    QString max_length_note_;
     QComboBox* preset_ = nullptr;
     QSpinBox *max_new_ = nullptr, *min_new_ = nullptr, *top_k_ = nullptr, *no_repeat_ = nullptr, *beams_ = nullptr, *seed_ = nullptr;
     QCheckBox *do_sample_ = nullptr, *fixed_seed_ = nullptr, *ignore_eos_ = nullptr, *logprobs_ = nullptr;
@@ -69,7 +83,7 @@ private:
                    *repetition_ = nullptr, *length_penalty_ = nullptr;
     QComboBox* early_stopping_ = nullptr;
     QLineEdit* stop_ = nullptr;
-    QLabel* source_ = nullptr;
+    QLabel *source_ = nullptr, *max_new_note_ = nullptr;
 };
 
 }  // namespace lorascope::ui

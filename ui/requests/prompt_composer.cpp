@@ -3,6 +3,7 @@
 #include <QComboBox>
 #include <QFileInfo>
 #include <QHBoxLayout>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QListWidget>
 #include <QPlainTextEdit>
@@ -17,7 +18,11 @@ PromptComposer::PromptComposer(QWidget* parent) : QWidget(parent) {
     auto* left = new QVBoxLayout;
     edit_ = new QPlainTextEdit(this);
     edit_->setAccessibleName(tr("Prompts"));
-    edit_->setPlaceholderText(tr("Write a prompt (Ctrl+Enter submits). Choose \"one per line\" to send many at once."));
+    edit_->setPlaceholderText(tr("Write a prompt (Ctrl+Enter submits; Tab moves on, Ctrl+Tab types a tab). Choose \"one "
+                                 "per line\" to send many at once."));
+    // Keyboard users must be able to leave the editor: Tab moves the focus, Ctrl+Tab types a tab.
+    edit_->setTabChangesFocus(true);
+    edit_->installEventFilter(this);
     left->addWidget(edit_, 1);
     auto* row = new QHBoxLayout;
     mode_ = new QComboBox(this);
@@ -64,6 +69,17 @@ PromptComposer::PromptComposer(QWidget* parent) : QWidget(parent) {
     });
     connect(targets_, &QListWidget::itemChanged, this, [this] { updateButtons(); });
     updateButtons();
+}
+
+bool PromptComposer::eventFilter(QObject* watched, QEvent* e) {
+    if (watched == edit_ && e->type() == QEvent::KeyPress) {
+        const auto* key = static_cast<QKeyEvent*>(e);
+        if (key->key() == Qt::Key_Tab && key->modifiers() == Qt::ControlModifier) {
+            edit_->insertPlainText(QStringLiteral("\t"));
+            return true;
+        }
+    }
+    return QWidget::eventFilter(watched, e);
 }
 
 void PromptComposer::setAdapters(const QStringList& names) {

@@ -41,6 +41,9 @@ Q_SIGNALS:
     void compareRequested();
     void loadFileRequested();
 
+protected:
+    bool eventFilter(QObject* watched, QEvent* e) override;
+
 private:
     void updateButtons();
     QPlainTextEdit* edit_ = nullptr;

@@ -6,12 +6,15 @@
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
+#include <QMenu>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSplitter>
 #include <QTableView>
+#include <QToolButton>
 #include <QVBoxLayout>
 
+#include "common/column_fit.h"
 #include "requests/request_table_model.h"
 
 namespace lorascope::ui {
@@ -19,46 +22,9 @@ namespace lorascope::ui {
 RequestBoard::RequestBoard(RequestTableModel* model, QWidget* parent) : QWidget(parent), model_(model) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    auto* buttons = new QHBoxLayout;
-    auto button = [this, buttons](const QString& text, const QString& accessible) {
-        auto* b = new QPushButton(text, this);
-        b->setAccessibleName(accessible);
-        buttons->addWidget(b);
-        return b;
-    };
-    cancel_ = button(tr("Cancel"), tr("Cancel the selected requests"));
-    cancel_->setToolTip(tr("Cancel the selected requests (Esc)"));
-    cancel_all_ = button(tr("Cancel all"), tr("Cancel all requests"));
-    copy_ = button(tr("Copy"), tr("Copy the selected outputs"));
-    export_jsonl_ = button(tr("JSONL…"), tr("Export all results as JSON Lines"));
-    export_md_ = button(tr("Markdown…"), tr("Export all results as Markdown"));
-    clear_ = button(tr("Clear done"), tr("Remove finished requests from the board"));
-    counts_ = new QLabel(this);
-    counts_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);   // never widens the window
-    export_jsonl_->setToolTip(tr("Export all results as JSON Lines"));
-    export_md_->setToolTip(tr("Export all results as Markdown"));
-    clear_->setToolTip(tr("Remove finished requests from the board"));
-    buttons->addWidget(counts_, 1);
-    layout->addLayout(buttons);
-
+    layout->addLayout(buildButtons());
     auto* split = new QSplitter(Qt::Vertical, this);
-    view_ = new QTableView(split);
-    view_->setModel(model_);
-    view_->setAccessibleName(tr("Request board"));
-    view_->setSelectionBehavior(QAbstractItemView::SelectRows);
-    view_->setWordWrap(false);
-    view_->verticalHeader()->hide();
-    view_->verticalHeader()->setDefaultSectionSize(view_->fontMetrics().height() + 6);
-    auto* header = view_->horizontalHeader();
-    header->setSectionResizeMode(RequestTableModel::ColOutput, QHeaderView::Stretch);
-    view_->setColumnWidth(RequestTableModel::ColId, 34);
-    view_->setColumnWidth(RequestTableModel::ColAdapter, 70);
-    view_->setColumnWidth(RequestTableModel::ColStatus, 64);
-    view_->setColumnWidth(RequestTableModel::ColPrompt, 110);
-    view_->setColumnWidth(RequestTableModel::ColTokens, 52);
-    view_->setColumnWidth(RequestTableModel::ColTokensPerSec, 48);
-    view_->setColumnWidth(RequestTableModel::ColTtft, 60);
-    view_->setColumnWidth(RequestTableModel::ColFinish, 58);
+    buildTable(split);
     detail_ = new QPlainTextEdit(split);
     detail_->setReadOnly(true);
     detail_->setAccessibleName(tr("Full output of the selected request"));
@@ -70,14 +36,59 @@ RequestBoard::RequestBoard(RequestTableModel* model, QWidget* parent) : QWidget(
     connect(cancel_, &QPushButton::clicked, this, [this] { Q_EMIT cancelRequested(selectedTickets()); });
     connect(cancel_all_, &QPushButton::clicked, this, &RequestBoard::cancelAllRequested);
     connect(copy_, &QPushButton::clicked, this, &RequestBoard::copySelected);
-    connect(export_jsonl_, &QPushButton::clicked, this, [this] { Q_EMIT exportRequested(QStringLiteral("jsonl")); });
-    connect(export_md_, &QPushButton::clicked, this, [this] { Q_EMIT exportRequested(QStringLiteral("md")); });
     connect(clear_, &QPushButton::clicked, model_, &RequestTableModel::clearFinished);
     connect(view_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RequestBoard::refreshDetail);
     connect(model_, &QAbstractItemModel::dataChanged, this, [this] { refreshDetail(); refreshCounts(); });
     connect(model_, &QAbstractItemModel::rowsInserted, this, &RequestBoard::refreshCounts);
     connect(model_, &QAbstractItemModel::rowsRemoved, this, &RequestBoard::refreshCounts);
     refreshCounts();
+}
+
+QHBoxLayout* RequestBoard::buildButtons() {
+    auto* buttons = new QHBoxLayout;
+    auto button = [this, buttons](const QString& text, const QString& accessible) {
+        auto* b = new QPushButton(text, this);
+        b->setAccessibleName(accessible);
+        buttons->addWidget(b);
+        return b;
+    };
+    cancel_ = button(tr("Cancel"), tr("Cancel the selected requests"));
+    cancel_->setToolTip(tr("Cancel the selected requests (Esc)"));
+    cancel_all_ = button(tr("Cancel all"), tr("Cancel all requests"));
+    copy_ = button(tr("Copy"), tr("Copy the selected outputs"));
+    // One button for both formats: two took the room the counts need at 1280 px with every dock open.
+    export_ = new QToolButton(this);
+    export_->setText(tr("Export"));
+    export_->setAccessibleName(tr("Export all results"));
+    export_->setToolTip(tr("Export all results as JSON Lines or Markdown"));
+    export_->setPopupMode(QToolButton::InstantPopup);
+    auto* formats = new QMenu(export_);
+    formats->addAction(tr("JSON Lines…"), this, [this] { Q_EMIT exportRequested(QStringLiteral("jsonl")); });
+    formats->addAction(tr("Markdown…"), this, [this] { Q_EMIT exportRequested(QStringLiteral("md")); });
+    export_->setMenu(formats);
+    buttons->addWidget(export_);
+    clear_ = button(tr("Clear done"), tr("Remove finished requests from the board"));
+    clear_->setToolTip(tr("Remove finished requests from the board"));
+    counts_ = new QLabel(this);
+    counts_->setAccessibleName(tr("Request counts"));
+    buttons->addWidget(counts_, 1);
+    return buttons;
+}
+
+void RequestBoard::buildTable(QWidget* parent) {
+    view_ = new QTableView(parent);
+    view_->setModel(model_);
+    view_->setAccessibleName(tr("Request board"));
+    view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    view_->setWordWrap(false);
+    view_->verticalHeader()->hide();
+    view_->verticalHeader()->setDefaultSectionSize(view_->fontMetrics().height() + 6);
+    view_->horizontalHeader()->setSectionResizeMode(RequestTableModel::ColOutput, QHeaderView::Stretch);
+    // The prompt is a preview (the whole prompt is its tooltip); the other columns as wide as they hold.
+    view_->setColumnWidth(RequestTableModel::ColPrompt, view_->fontMetrics().horizontalAdvance(QLatin1Char('x')) * 16);
+    new ColumnFitter(view_, {RequestTableModel::ColId, RequestTableModel::ColAdapter, RequestTableModel::ColStatus,
+                             RequestTableModel::ColTokens, RequestTableModel::ColTokensPerSec, RequestTableModel::ColTtft,
+                             RequestTableModel::ColFinish});
 }
 
 std::vector<Ticket> RequestBoard::selectedTickets() const {
@@ -108,7 +119,7 @@ void RequestBoard::refreshDetail() {
 void RequestBoard::refreshCounts() {
     const int total = model_->rowCount();
     const int open = model_->unfinishedCount();
-    counts_->setText(tr("%1 requests, %2 running or queued").arg(total).arg(open));
+    counts_->setText(tr("%1 requests · %2 active").arg(total).arg(open));
     cancel_all_->setEnabled(open > 0);
 }
 

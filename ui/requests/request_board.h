@@ -6,10 +6,12 @@
 
 #include "engine_link/bridge_events.h"
 
+class QHBoxLayout;
 class QLabel;
 class QPlainTextEdit;
 class QPushButton;
 class QTableView;
+class QToolButton;
 
 namespace lorascope::ui {
 
@@ -30,14 +32,16 @@ Q_SIGNALS:
     void exportRequested(const QString& format);   // "jsonl" or "md"
 
 private:
+    QHBoxLayout* buildButtons();
+    void buildTable(QWidget* parent);
     void refreshDetail();
     void refreshCounts();
     RequestTableModel* model_;
     QTableView* view_ = nullptr;
     QPlainTextEdit* detail_ = nullptr;
     QLabel* counts_ = nullptr;
-    QPushButton *cancel_ = nullptr, *cancel_all_ = nullptr, *copy_ = nullptr, *export_jsonl_ = nullptr,
-                *export_md_ = nullptr, *clear_ = nullptr;
+    QPushButton *cancel_ = nullptr, *cancel_all_ = nullptr, *copy_ = nullptr, *clear_ = nullptr;
+    QToolButton* export_ = nullptr;
 };
 
 }  // namespace lorascope::ui

@@ -2,6 +2,8 @@
 
 #include <QCoreApplication>
 
+#include <algorithm>
+
 namespace lorascope::ui {
 
 QString statusLabel(RequestStatus status) {
@@ -28,7 +30,8 @@ QString finishReasonLabel(FinishReason reason) {
 }
 
 QString RequestRecord::detailText() const {
-    if (!error.isEmpty()) return error;
+    // A failure keeps what streamed before it: the text first, the error after it.
+    if (!error.isEmpty()) return text.isEmpty() ? error : text + QStringLiteral("\n\n\u26A0 ") + error;
     QString out = text;
     for (size_t i = 1; i < sequences.size(); ++i)
         out += (sequences[i].score ? QStringLiteral("\n\n[sequence %1 of %2, score %3]\n")
@@ -38,6 +41,16 @@ QString RequestRecord::detailText() const {
                                    : QStringLiteral("\n\n[sequence %1 of %2]\n").arg(i + 1).arg(sequences.size())) +
                QString::fromStdString(sequences[i].text);
     return out;
+}
+
+qint64 RequestRecord::generatedTokens() const {
+    // A failed request's usage may count nothing although tokens streamed before the failure.
+    return have_usage ? std::max<qint64>(usage.generated_tokens, qint64(tokens.size())) : qint64(tokens.size());
+}
+
+QString RequestRecord::outputText() const {
+    if (error.isEmpty()) return text;
+    return text.isEmpty() ? error : text + QStringLiteral("  \u26A0 ") + error;
 }
 
 double RequestRecord::ttftMs() const {

@@ -40,8 +40,10 @@ struct RequestRecord {
 
     bool finished() const { return status != RequestStatus::Queued && status != RequestStatus::Running; }
     QString adapterLabel() const { return adapter.isEmpty() ? QStringLiteral("base") : adapter; }
-    qint64 generatedTokens() const { return have_usage ? usage.generated_tokens : qint64(tokens.size()); }
-    // What the request's detail pane shows: the text (or the error), then the other returned sequences.
+    qint64 generatedTokens() const;
+    // What the board's Output column shows: the text, and after it the error where there is one.
+    QString outputText() const;
+    // What the request's detail pane shows: the text, then the error or the other returned sequences.
     QString detailText() const;
     double ttftMs() const;           // < 0 when unknown
     double tokensPerSecond() const;  // 0 when unknown

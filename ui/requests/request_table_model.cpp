@@ -2,8 +2,11 @@
 
 #include <QBrush>
 #include <QColor>
+#include <QGuiApplication>
 #include <algorithm>
 #include <climits>
+
+#include "common/theme.h"
 
 namespace lorascope::ui {
 
@@ -45,7 +48,8 @@ QVariant RequestTableModel::data(const QModelIndex& index, int role) const {
     if (role == FullTextRole) return r.text;
     if (role == Qt::ToolTipRole) {
         if (index.column() == ColPrompt) return r.prompt;
-        if (index.column() == ColOutput || index.column() == ColFinish) return r.error.isEmpty() ? r.text : r.error;
+        if (index.column() == ColOutput) return r.outputText();
+        if (index.column() == ColFinish && !r.error.isEmpty()) return r.error;
         return {};
     }
     if (role == Qt::TextAlignmentRole) {
@@ -53,10 +57,12 @@ QVariant RequestTableModel::data(const QModelIndex& index, int role) const {
         return {};
     }
     if (role == Qt::ForegroundRole && index.column() == ColStatus) {
+        // From the application's palette, readable on its base in light and dark themes.
+        const QPalette palette = QGuiApplication::palette();
         switch (r.status) {
-        case RequestStatus::Failed: return QBrush(QColor(0xb0, 0x20, 0x20));
-        case RequestStatus::Cancelled: return QBrush(QColor(0x80, 0x80, 0x80));
-        case RequestStatus::Running: return QBrush(QColor(0x1a, 0x6f, 0xb5));
+        case RequestStatus::Failed: return QBrush(errorText(palette));
+        case RequestStatus::Cancelled: return QBrush(palette.color(QPalette::PlaceholderText));
+        case RequestStatus::Running: return QBrush(runningText(palette));
         default: return {};
         }
     }
@@ -66,7 +72,7 @@ QVariant RequestTableModel::data(const QModelIndex& index, int role) const {
     case ColAdapter: return r.adapterLabel();
     case ColStatus: return statusLabel(r.status);
     case ColPrompt: return elide(r.prompt, 80);
-    case ColOutput: return r.status == RequestStatus::Failed ? elide(r.error, 200) : elide(r.text, 200);
+    case ColOutput: return elide(r.outputText(), 200);
     case ColTokens: return r.generatedTokens();
     case ColTokensPerSec: {
         const double tps = r.tokensPerSecond();

@@ -123,7 +123,7 @@ void runLabWhenReady(MainWindow& window, int adapters) {
 }  // namespace
 
 void startInteractive(MainWindow& window, const LaunchOptions& o) {
-    window.show();
+    window.showOnScreen();
     if (!o.model_dir.isEmpty()) window.loadModel(o.model_dir);
     if (!o.adapter_dirs.isEmpty()) addAdaptersWhenLoaded(window, o);
     if (!o.demo_prompts.isEmpty()) window.composer()->setPrompts(o.demo_prompts);

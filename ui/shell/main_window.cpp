@@ -13,6 +13,7 @@
 #include <QMenuBar>
 #include <QMimeData>
 #include <QScrollArea>
+#include <QScreen>
 #include <QScrollBar>
 #include <QSplitter>
 #include <QStatusBar>
@@ -33,6 +34,7 @@
 #include "remote/metrics_poller.h"
 #include "remote/remote_backend.h"
 #include "remote/server_metrics.h"
+#include "engine_link/request_limits.h"
 #include "requests/params_panel.h"
 #include "requests/prompt_composer.h"
 #include "requests/request_board.h"
@@ -61,6 +63,8 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
     metrics_poller_ = new MetricsPoller(server_metrics_, this);
     buildActions();
     buildLayout(std::move(lab_factory));
+    addViewMenu();
+    addHelpMenu(this, options.about);
     connectBridge();
     restoreSettings();
     refreshStatus();
@@ -94,8 +98,8 @@ void MainWindow::buildActions() {
     pause_->setShortcut(QKeySequence(Qt::Key_F8));
     connect(pause_, &QAction::toggled, bridge_, &EngineBridge::setPaused);
     step_ = make(tr("S&tep once"), QKeySequence(Qt::Key_F10), [this] { bridge_->stepOnce(); });
-    for (QAction* a : {open_model_, open_hf_, add_adapter_, load_prompts_, submit_, compare_, cancel_, cancel_all_, pause_, step_})
-        addAction(a);   // shortcuts work whichever panel has focus
+    for (QAction* a : {open_model_, open_hf_, add_adapter_, load_prompts_, submit_, compare_, cancel_, cancel_all_, pause_, step_, quit_})
+        addAction(a);   // shortcuts work whichever panel has focus (and Help lists them)
 
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(open_model_);
@@ -114,6 +118,16 @@ void MainWindow::buildActions() {
     run->addSeparator();
     run->addAction(pause_);
     run->addAction(step_);
+}
+
+// Alt+1..4 show the tabs (keyboard users, and scripts/window-check's xdotool), under the docks.
+void MainWindow::addViewMenu() {
+    view_menu_->addSeparator();
+    for (int i = 0; i < tabs_->count(); ++i) {
+        QAction* a = view_menu_->addAction(tabs_->tabText(i), this, [this, i] { tabs_->setCurrentIndex(i); });
+        a->setShortcut(QKeySequence(Qt::ALT | Qt::Key(Qt::Key_1 + i)));
+        addAction(a);
+    }
 }
 
 void MainWindow::buildLayout(EngineFactory lab_factory) {
@@ -167,8 +181,8 @@ void MainWindow::buildDocks() {
     resizeDocks({model_dock, params_dock_}, {255, 250}, Qt::Horizontal);
     resizeDocks({model_dock, adapters_dock}, {430, 250}, Qt::Vertical);
 
-    QMenu* view = menuBar()->addMenu(tr("&View"));
-    for (QDockWidget* d : {model_dock, adapters_dock, params_dock_}) view->addAction(d->toggleViewAction());
+    view_menu_ = menuBar()->addMenu(tr("&View"));
+    for (QDockWidget* d : {model_dock, adapters_dock, params_dock_}) view_menu_->addAction(d->toggleViewAction());
 }
 
 void MainWindow::connectPanels() {
@@ -206,6 +220,7 @@ void MainWindow::connectBridge() {
     connect(bridge_, &EngineBridge::drained, requests_, &RequestTableModel::applyDrain);
     connect(bridge_, &EngineBridge::drained, steps_, &StepStatsModel::applyDrain);
     connect(bridge_, &EngineBridge::drained, this, [this] { refreshStatus(); });
+    connect(requests_, &QAbstractItemModel::rowsRemoved, this, [this] { refreshStatus(); });   // Clear done
     connect(bridge_, &EngineBridge::pausedChanged, inspector_, &BatchingInspector::setPaused);
     connect(bridge_, &EngineBridge::pausedChanged, pause_, &QAction::setChecked);
     connect(bridge_, &EngineBridge::pausedChanged, this, [this] { refreshStatus(); });
@@ -217,6 +232,7 @@ void MainWindow::connectBridge() {
         model_panel_->setLoading(false);
         model_panel_->showSummary(dir, *bridge_->modelConfig(), *bridge_->generationConfig());
         params_panel_->setGenerationConfig(*bridge_->generationConfig());
+        params_panel_->setMaxNewTokensLimit(maxNewTokensFor(*bridge_->modelConfig()), bridge_->modelConfig()->context_tokens().value_or(0));
         adapters_->clear();   // a new engine starts without adapters (a remote one with the server's)
         for (const auto& a : bridge_->adapters()) adapters_->markLoaded(a);
         steps_->clear();
@@ -244,7 +260,7 @@ void MainWindow::connectBridge() {
         refreshRecentMenu();
     });
     connect(bridge_, &EngineBridge::adapterFailed, this, [this](const QString& name, const QString&, const QString& message) {
-        adapters_->markFailed(name, message);
+        adapters_->remove(name);   // refused: not listed as if it were one (the dialog says why)
         report(tr("Could not add the adapter"), message);
     });
     connect(bridge_, &EngineBridge::adapterUnloaded, adapters_, &AdapterListModel::remove);
@@ -263,12 +279,17 @@ void MainWindow::followServerMetrics() {
     refreshStatus();
 }
 
+void MainWindow::showOnScreen() {
+    const QScreen* where = screen() ? screen() : QGuiApplication::primaryScreen();
+    const QRect available = where ? where->availableGeometry() : QRect(0, 0, 1280, 800);
+    // A window manager's frame: about 30 px of title and borders; the size hint would be too late.
+    if (!geometry_restored_ && (available.width() < 1280 + 16 || available.height() < 800 + 40)) showMaximized();
+    else show();
+}
+
 void MainWindow::showTab(Tab tab) { tabs_->setCurrentIndex(int(tab)); }
 
-void MainWindow::focusLab() {
-    params_dock_->hide();
-    showTab(Tab::Lab);
-}
+void MainWindow::focusLab() { showTab(Tab::Lab); }
 
 void MainWindow::loadModel(const QString& dir) {
     if (dir.trimmed().isEmpty()) {
@@ -390,11 +411,27 @@ void MainWindow::refreshStatus() {
                          .arg(bridge_->isPaused() ? tr("  ·  engine paused") : QString()));
     const bool engine = bridge_->hasEngine();
     for (QAction* a : {add_adapter_, submit_, compare_}) a->setEnabled(engine);
+    refreshTitle();
     // A remote server is not ours to hold (the remote backend ignores pause and step).
     const bool holdable = engine && !inspector_->showsServer();
     pause_->setEnabled(holdable);
     step_->setEnabled(holdable && bridge_->isPaused());
     inspector_->setEngineAvailable(engine);
+}
+
+// "t5 — Lorascope": the loaded model (a server's model and host) names the window.
+void MainWindow::refreshTitle() {
+    QString title = tr("Lorascope");
+    if (bridge_->hasEngine()) {
+        const QString dir = bridge_->modelDir();
+        QString name = QFileInfo(dir).fileName();
+        if (isRemoteLocation(dir)) {
+            const QString model = QString::fromStdString(bridge_->modelConfig()->name_or_path);
+            name = model.isEmpty() ? parseRemoteLocation(dir).url.host() : tr("%1 on %2").arg(model, parseRemoteLocation(dir).url.authority());
+        }
+        title = tr("%1 — Lorascope").arg(name);
+    }
+    if (windowTitle() != title) setWindowTitle(title);
 }
 
 void MainWindow::refreshRecentMenu() {
@@ -415,7 +452,8 @@ void MainWindow::restoreSettings() {
     const QStringList models = settings_->recentModels();
     if (!models.isEmpty()) model_panel_->setModelDir(models.front());
     params_panel_->applyChangedValues(settings_->changedParams());
-    if (!restoreGeometry(settings_->geometry())) resize(1280, 800);
+    geometry_restored_ = restoreGeometry(settings_->geometry());
+    if (!geometry_restored_) resize(1280, 800);
     restoreState(settings_->dockState());
 }
 

@@ -8,9 +8,11 @@
 
 #include "engine_link/bridge_events.h"
 #include "engine_link/engine_bridge.h"
+#include "shell/help_menu.h"
 
 class QAction;
 class QDockWidget;
+class QMenu;
 class QLabel;
 class QTabWidget;
 
@@ -36,6 +38,7 @@ struct MainWindowOptions {
     EngineFactory engine_factory;
     std::shared_ptr<ErrorReporter> error_reporter;   // null: dialogs
     QString settings_file;                           // empty: the platform's QSettings location
+    AboutInfo about;                                 // what Help > About names beyond Lorascope and Qt
 };
 
 class MainWindow : public QMainWindow {
@@ -64,9 +67,11 @@ public:
     QAction* submitAction() const { return submit_; }
     QAction* cancelAction() const { return cancel_; }
 
+    // Shows the window: at the size it was closed at, else 1280x800 where that fits the screen
+    // with its frame, else maximized (a 1280x800 screen: the frame pushed the status bar off it).
+    void showOnScreen();
     void showTab(Tab tab);
-    // The lab tab with room for its side-by-side view: the Parameters dock (which the lab does not
-    // use) is hidden; the View menu brings it back.
+    // The lab tab (it fits beside every dock: the layout the person saved is left as it is).
     void focusLab();
     // The same paths the window's own controls take.
     void loadModel(const QString& dir);
@@ -92,6 +97,8 @@ private:
     void restoreSettings();
     void refreshRecentMenu();
     void refreshStatus();
+    void refreshTitle();
+    void addViewMenu();
     void browseForModel();
     void pickFromHfCache();
     void browseForAdapter();
@@ -123,7 +130,9 @@ private:
     QAction *open_model_ = nullptr, *open_hf_ = nullptr, *add_adapter_ = nullptr, *load_prompts_ = nullptr, *submit_ = nullptr,
             *compare_ = nullptr, *cancel_ = nullptr, *cancel_all_ = nullptr, *pause_ = nullptr, *step_ = nullptr,
             *export_jsonl_ = nullptr, *export_md_ = nullptr, *quit_ = nullptr;
+    QMenu* view_menu_ = nullptr;
     int next_compare_group_ = 1;
+    bool geometry_restored_ = false;
 };
 
 }  // namespace lorascope::ui

@@ -36,16 +36,22 @@ bool spinUntil(Done done, int timeout_ms) {
 // Adds the adapters and waits for them; false when one did not load. Returns the targets ("" first).
 bool addAdapters(MainWindow& window, const QStringList& dirs, QStringList* targets) {
     bool ok = true;
+    // A refused adapter leaves the list (its dialog says why): its error comes from the bridge.
+    const QMetaObject::Connection refusals = QObject::connect(
+        window.bridge(), &EngineBridge::adapterFailed, [&ok](const QString&, const QString& dir, const QString& message) {
+            std::fprintf(stderr, "lorascope: adapter %s: %s\n", qPrintable(dir), qPrintable(message));
+            ok = false;
+        });
     for (const QString& dir : dirs) window.addAdapter(dir);
     spinUntil([&] {
         for (const auto& e : window.adapterModel()->entries())
             if (e.state == AdapterListModel::State::Loading) return false;
         return true;
     }, 60000);
+    QObject::disconnect(refusals);
     for (const auto& e : window.adapterModel()->entries()) {
         if (e.state == AdapterListModel::State::Ready) continue;
-        std::fprintf(stderr, "lorascope: adapter %s: %s\n", qPrintable(e.path),
-                     qPrintable(e.error.isEmpty() ? QStringLiteral("did not finish loading") : e.error));
+        std::fprintf(stderr, "lorascope: adapter %s: did not finish loading\n", qPrintable(e.path));
         ok = false;
     }
     *targets = QStringList{QString()};
