@@ -26,7 +26,8 @@ namespace lorascope::batching {
 // step. The token budget it replaces (16 tokens, docs/benchmarks.md, issue 14) was chosen to keep
 // a prefilling step within ~1.5x of a decode-only one on two cores, which held W5's per-token p95
 // within 1.5x of static batching's; in time the same bound holds on any machine and batch.
-// (The measurements behind 1.5: docs/benchmarks.md, "W6".)
+// (docs/benchmarks.md, issue 33's W6 section: the first measurements under it; the factor itself
+// has not been swept yet.)
 constexpr double kStepCapFactor = 1.5;
 
 struct TimePolicy {
