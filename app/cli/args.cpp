@@ -1,6 +1,7 @@
 #include "args.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "lorascope/error.h"
 
@@ -69,6 +70,19 @@ long long Args::get_int(const std::string& key, long long fallback) const {
         return n;
     } catch (const std::exception&) {
         throw Error(ErrorKind::InvalidArgument, "option --" + key + " expects an integer, got '" + *v + "'");
+    }
+}
+
+double Args::get_double(const std::string& key, double fallback) const {
+    auto v = get(key);
+    if (!v) return fallback;
+    try {
+        size_t used = 0;
+        const double x = std::stod(*v, &used);
+        if (used != v->size() || !std::isfinite(x)) throw std::invalid_argument("not a finite number");
+        return x;
+    } catch (const std::exception&) {
+        throw Error(ErrorKind::InvalidArgument, "option --" + key + " expects a number, got '" + *v + "'");
     }
 }
 

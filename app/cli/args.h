@@ -19,6 +19,7 @@ public:
     std::string require(const std::string& key) const;                  // error names the option
     std::vector<std::string> all(const std::string& key) const;         // every occurrence
     long long get_int(const std::string& key, long long fallback) const;
+    double get_double(const std::string& key, double fallback) const;   // finite numbers only
     const std::vector<std::string>& positional() const { return positional_; }
     // Rejects options not in `known` so that typos are errors, not silently ignored.
     void allow_only(const std::vector<std::string>& known) const;

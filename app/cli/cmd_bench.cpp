@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "args.h"
@@ -28,9 +29,11 @@ using nlohmann::json;
 
 const char* const kUsage =
     "usage: lorascope-cli bench --model DIR|--demo [--demo-model KEY] --workload FILE [--report FILE|-]\n"
-    "                           [--steps-csv FILE] [--static]\n"
+    "                           [--steps-csv FILE] [--requests-csv FILE] [--static]\n"
+    "                           [--goodput-ttft-ms MS] [--goodput-tpot-ms MS]\n"
     "                           [engine options: --threads N --device D --dtype T --kv-cache-dtype T\n"
-    "                            --max-batch-size N --max-batch-tokens N --kv-cache-mb MIB --prefill-budget TOKENS\n"
+    "                            --max-batch-size N --max-batch-tokens N --kv-cache-mb MIB\n"
+    "                            --batching continuous|static --prefill-budget TOKENS | --tpot-target-ms MS\n"
     "                            --adapter NAME=DIR ...]\n"
     "  workload: {\"name\", \"requests\": [{\"prompt\"|\"input_ids\", \"adapter\", \"params\"}...]\n"
     "             or \"synthetic\": {\"count\", \"prompt_tokens\": [min, max], \"max_new_tokens\": [min, max],\n"
@@ -40,7 +43,12 @@ const char* const kUsage =
     "             \"arrival\": {\"kind\": \"all\"} | {\"kind\": \"poisson\", \"rate\": per_second, \"seed\"}\n"
     "                      | {\"kind\": \"bursts\", \"size\": N, \"interval_s\": S}}\n"
     "  requests due at time 0 are submitted while the engine is held, so that they start together.\n"
-    "  --steps-csv FILE: one line per engine step (rows, tokens, padding, KV, queue, request ids).\n";
+    "  --steps-csv FILE: one line per engine step (rows, tokens, padding, KV, queue, request ids).\n"
+    "  --requests-csv FILE: one line per request (tokens, finish reason, submit time, queue, TTFT, time per\n"
+    "                       output token, end-to-end), the records behind the report's latency figures.\n"
+    "  --goodput-ttft-ms / --goodput-tpot-ms: goodput counts the requests that finished within both (0 or\n"
+    "                       absent: no bound; the per-token one defaults to --tpot-target-ms).\n"
+    "  --static: --batching static.\n";
 
 // The process's own high-water RSS. VmHWM belongs to this address space; getrusage's ru_maxrss
 // survives execve, so under a large parent (a Python harness that imported torch) it reports the
@@ -76,7 +84,9 @@ json run_context(const Workload& workload, const EngineOptions& options, size_t 
         {"max_batch_tokens", options.max_batch_tokens},
         {"arrival", json::parse(arrival_to_json(workload.arrival))},
         {"requests", request_count},
-        {"prefill_budget_tokens", options.prefill_budget_tokens},
+        {"prefill_budget", options.prefill_budget_tokens == kPrefillBudgetInTime ? json("time")
+                                                                                  : json(options.prefill_budget_tokens)},
+        {"tpot_target_ms", options.tpot_target_ms},
     };
 }
 
@@ -89,8 +99,17 @@ void add_figures(json& report, const BenchFigures& f) {
         {"tokens_per_s", f.tokens_per_s},
         {"ttft_ms", {{"p50", f.ttft_p50_ms}, {"p95", f.ttft_p95_ms}}},
         {"per_token_ms", {{"p50", f.per_token_p50_ms}, {"p95", f.per_token_p95_ms}}},
+        {"e2e_ms", {{"p50", f.e2e_p50_ms}, {"p95", f.e2e_p95_ms}, {"p99", f.e2e_p99_ms}}},
+        {"queue_ms", {{"p50", f.queue_p50_ms}, {"p95", f.queue_p95_ms}, {"p99", f.queue_p99_ms}}},
+        {"goodput",
+         {{"ttft_target_ms", f.goodput_targets.ttft_ms},
+          {"tpot_target_ms", f.goodput_targets.tpot_ms},
+          {"requests", f.goodput_requests},
+          {"share", f.goodput_share},
+          {"per_s", f.goodput_per_s}}},
         {"steps", f.steps},
         {"mean_batch_rows", f.mean_batch_rows},
+        {"rows_while_queued", {{"steps", f.steps_while_queued}, {"mean_decoding_rows", f.rows_while_queued}}},
         {"padding_share", f.padding_share},
         {"peak_kv_bytes", f.peak_kv_bytes},
         {"kv_cache",
@@ -107,13 +126,17 @@ void add_figures(json& report, const BenchFigures& f) {
     if (!f.first_error.empty()) report["first_error"] = f.first_error;
 }
 
-void write_outputs(const Args& args, const json& report, const std::vector<StepStats>& steps) {
-    if (args.has("steps-csv")) {
-        const std::string csv_path = args.get_or("steps-csv", "");
-        std::ofstream csv(csv_path);
-        if (!csv) throw Error(ErrorKind::NotFound, csv_path, "cannot write the steps CSV");
-        write_steps_csv(csv, steps);
-    }
+void write_csv(const Args& args, const std::string& option, const std::function<void(std::ostream&)>& write) {
+    if (!args.has(option)) return;
+    const std::string path = args.get_or(option, "");
+    std::ofstream csv(path);
+    if (!csv) throw Error(ErrorKind::NotFound, path, "cannot write the --" + option + " file");
+    write(csv);
+}
+
+void write_outputs(const Args& args, const json& report, const BenchRecorder& recorder) {
+    write_csv(args, "steps-csv", [&](std::ostream& out) { write_steps_csv(out, recorder.steps()); });
+    write_csv(args, "requests-csv", [&](std::ostream& out) { write_requests_csv(out, recorder.timings()); });
     const std::string out = args.get_or("report", "-");
     if (out == "-") {
         std::printf("%s\n", report.dump(2).c_str());
@@ -134,7 +157,8 @@ int cmd_bench(int argc, char** argv) {
         std::fputs(kUsage, stdout);
         return 0;
     }
-    std::vector<std::string> known = {"help", "static", "workload", "report", "steps-csv", "demo"};
+    std::vector<std::string> known = {"help", "static", "workload", "report", "steps-csv", "requests-csv", "demo",
+                                      "goodput-ttft-ms", "goodput-tpot-ms"};
     for (const auto& k : engine_option_names()) known.push_back(k);
     for (const auto& k : demo_option_names()) known.push_back(k);
     args.allow_only(known);
@@ -143,7 +167,12 @@ int cmd_bench(int argc, char** argv) {
     const Workload workload = read_workload(workload_path);
 
     EngineOptions options = engine_options_from(args);
-    options.static_batching = args.has("static");
+    options.static_batching = options.static_batching || args.has("static");
+    LatencyTargets goodput;
+    goodput.ttft_ms = args.get_double("goodput-ttft-ms", 0);
+    goodput.tpot_ms = args.get_double("goodput-tpot-ms", options.tpot_target_ms);
+    if (goodput.ttft_ms < 0 || goodput.tpot_ms < 0)
+        throw Error(ErrorKind::InvalidArgument, "--goodput-ttft-ms and --goodput-tpot-ms must be >= 0 (ms; 0 = no bound)");
     const auto load_start = std::chrono::steady_clock::now();
     auto engine = create_engine_with_adapters(args, options);
     const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
@@ -156,8 +185,8 @@ int cmd_bench(int argc, char** argv) {
     run.start();
     run.wait();
     json report = run_context(workload, options, request_count, load_s);
-    add_figures(report, run.figures());
-    write_outputs(args, report, run.recorder().steps());
+    add_figures(report, run.figures(goodput));
+    write_outputs(args, report, run.recorder());
     return 0;
 }
 

@@ -28,7 +28,8 @@ using nlohmann::json;
 const char* const kUsage =
     "usage: lorascope-cli generate --model DIR [--adapter NAME=DIR]... [--threads N] [--device cpu|cuda]\n"
     "         [--dtype float32|bfloat16|int8|int4|float16] [--kv-cache-dtype auto|float32|bfloat16|float16]\n"
-    "         [--max-batch-size N] [--max-batch-tokens N] [--adapter-memory-budget BYTES] [--kv-cache-mb MIB] [--prefill-budget TOKENS]\n"
+    "         [--max-batch-size N] [--max-batch-tokens N] [--adapter-memory-budget BYTES] [--kv-cache-mb MIB]\n"
+    "         [--batching continuous|static] [--prefill-budget TOKENS | --tpot-target-ms MS] [--prefill-chunk TOKENS]\n"
     "         [--input FILE|-] [--output FILE|-] [--stats FILE]\n"
     "       lorascope-cli generate --demo [--demo-model t5|bart|bloom] [--demo-dir DIR] [options above]\n"
     "  input:  JSON Lines {\"id\", \"prompt\" | \"input_ids\" | \"messages\", \"adapter\", \"params\": {max_new_tokens, min_new_tokens,\n"
@@ -45,9 +46,13 @@ const char* const kUsage =
     "          the CPU, half the cache's memory, attention still in float32; the model's type otherwise)\n"
     "  --kv-cache-mb: the KV cache's size (default: from the model and the free memory); requests that\n"
     "          do not fit wait in the queue\n"
-    "  --prefill-budget: prompt tokens prefilled per step at most (default 16; 0 = no limit), so that\n"
-    "          running requests keep decoding while newcomers are prefilled; --prefill-chunk: BLOOM prompt\n"
-    "          chunks (default: the budget, at least 128)\n"
+    "  prefill beside running requests: by default the budget in time: each step prefills what keeps it\n"
+    "          within 1.5x of its decoding rows' own step (costs measured as the engine runs), filling free\n"
+    "          rows as fast as that allows; --tpot-target-ms MS: instead, keep every step (each running\n"
+    "          request's time per output token) within MS, admitting rows and prefill only as that allows;\n"
+    "          --prefill-budget TOKENS: at most TOKENS prompt tokens per step (0 = no limit);\n"
+    "          --prefill-chunk: BLOOM prompt chunks (default: the token budget, at least 128; 32 under a target)\n"
+    "  --batching static: no request joins until the running batch has drained (for comparison)\n"
     "  --demo: the trained demo pack's model (default t5) with all its adapters; without --input, each example\n"
     "          prompt is decoded under the base model and every adapter in one batch (ids \"exN/<target>\")\n";
 
@@ -94,6 +99,7 @@ json stats_line(const StepStats& s) {
     for (const auto& [name, rows] : s.rows_per_adapter) per_adapter[name.empty() ? "<base>" : name] = rows;
     return {{"step", s.step},
             {"wall_ms", s.wall_ms},
+            {"prefill_ms", s.prefill_ms},
             {"rows", s.rows},
             {"prefill_tokens", s.prefill_tokens},
             {"decode_tokens", s.decode_tokens},

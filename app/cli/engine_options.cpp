@@ -88,11 +88,27 @@ private:
     int64_t steps_ = 0;
 };
 
+// --batching continuous|static, --prefill-budget TOKENS (absent: the budget in time) and
+// --tpot-target-ms MS (lorascope/engine.h says what each means).
+void read_batching_policy(const Args& args, EngineOptions& options) {
+    const std::string batching = args.get_or("batching", "continuous");
+    if (batching != "continuous" && batching != "static")
+        throw Error(ErrorKind::InvalidArgument, "--batching expects continuous or static, got '" + batching + "'");
+    options.static_batching = batching == "static";
+    options.tpot_target_ms = args.get_double("tpot-target-ms", 0);
+    if (options.tpot_target_ms < 0)
+        throw Error(ErrorKind::InvalidArgument, "--tpot-target-ms must be >= 0 (ms per output token; 0 = no target)");
+    if (options.tpot_target_ms > 0 && (options.static_batching || args.has("prefill-budget")))
+        throw Error(ErrorKind::InvalidArgument,
+                    "--tpot-target-ms sets the budget in time of continuous batching: drop --prefill-budget and --batching static");
+}
+
 }  // namespace
 
 std::vector<std::string> engine_option_names() {
     return {"model", "threads", "device", "dtype", "kv-cache-dtype", "max-batch-size", "max-batch-tokens", "adapter",
-            "adapter-memory-budget", "kv-cache-mb", "prefill-budget", "prefill-chunk", "profile"};
+            "adapter-memory-budget", "kv-cache-mb", "prefill-budget", "prefill-chunk", "profile", "batching",
+            "tpot-target-ms"};
 }
 
 EngineOptions engine_options_from(const Args& args) {
@@ -110,12 +126,14 @@ EngineOptions engine_options_from(const Args& args) {
     options.kv_cache_mb = args.get_int("kv-cache-mb", 0);
     if (options.kv_cache_mb < 0)
         throw Error(ErrorKind::InvalidArgument, "--kv-cache-mb must be >= 0 (MiB; 0 = from the model and free memory)");
-    options.prefill_budget_tokens = args.get_int("prefill-budget", options.prefill_budget_tokens);
-    if (options.prefill_budget_tokens < 0)
-        throw Error(ErrorKind::InvalidArgument, "--prefill-budget must be >= 0 (prompt tokens per step; 0 = no limit)");
+    options.prefill_budget_tokens = args.get_int("prefill-budget", kPrefillBudgetInTime);
+    if (args.has("prefill-budget") && options.prefill_budget_tokens < 0)
+        throw Error(ErrorKind::InvalidArgument,
+                    "--prefill-budget must be >= 0 (prompt tokens per step; 0 = no limit; leave it out for the budget in time)");
     options.prefill_chunk_tokens = args.get_int("prefill-chunk", 0);
     if (options.prefill_chunk_tokens < 0)
         throw Error(ErrorKind::InvalidArgument, "--prefill-chunk must be >= 0 (decoder-only prompt chunk; 0 = the budget, at least 128)");
+    read_batching_policy(args, options);
     if (options.threads < 0) throw Error(ErrorKind::InvalidArgument, "--threads must be >= 0");
     if (options.max_batch_size < 1) throw Error(ErrorKind::InvalidArgument, "--max-batch-size must be >= 1");
     if (options.max_batch_tokens < 1) throw Error(ErrorKind::InvalidArgument, "--max-batch-tokens must be >= 1");

@@ -17,6 +17,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_peers_models as models  # noqa: E402
+import bench_peers_w6 as w6  # noqa: E402
 
 WORKLOADS = {
     # name: (family, prompts, new tokens, adapters, arrival)
@@ -28,6 +29,9 @@ WORKLOADS = {
                what="W1 over 8 LoRA adapters (ranks 8-64 on q,k,v,o), round robin"),
     "W5": dict(family="t5", prompts=64, new_tokens=64, poisson=True,
                what="W1 arriving as a Poisson stream; ours continuous vs ours static"),
+    "W6": dict(family="t5,bloom", prompts=128, new_tokens=0, policies=True,
+               what="W1's model (128 requests, 8-256 new tokens) and W3's BLOOM (64, 8-128), all at once and "
+                    "Poisson at 0.9x; ours static vs continuous vs continuous with static's per-token p95 as target"),
 }
 QUICK = dict(prompts=8, new_tokens=8, batch=4, max_len=32)
 
@@ -200,6 +204,12 @@ def median_run(runs):
 
 def run_workload(ctx, name):
     w = WORKLOADS[name]
+    if w.get("policies"):
+        sections = w6.run_w6(ctx, build, run_child, models)
+        return {"workload": name, "what": w["what"], "family": w["family"], "sections": sections, "results": [],
+                "notes": [f"{ctx.repeat} rounds of static, continuous, target (each round's target: that round's "
+                          "static per-token p95); medians over rounds, ratios to static within each round",
+                          w6.loads_note(sections)]}
     family = w["family"]
     count = QUICK["prompts"] if ctx.quick else w["prompts"]
     if ctx.prompt_limit:
@@ -317,6 +327,9 @@ def markdown(report):
                     out += (f"; from W1 runs right before each W4 run: {ratios[(len(ratios) - 1) // 2]:.2f} "
                             f"(median of {len(ratios)}, {ratios[0]:.2f}-{ratios[-1]:.2f})")
     for w in report["workloads"]:
+        if w.get("sections"):
+            out += "\n\n" + w6.markdown(w["sections"])
+    for w in report["workloads"]:
         for n in w["notes"]:
             out += f"\n- {w['workload']}: {n}"
     return out
@@ -341,6 +354,8 @@ def main():
     ap.add_argument("--isa", default="", choices=["", *ISA_ENV],
                     help="hold every system to this instruction-set level (ours, oneDNN, ATen, CTranslate2, "
                          "MKL, OpenBLAS; llama.cpp's AVX2-only build)")
+    ap.add_argument("--w6-models", default="t5,bloom", help="W6's models (t5, bloom)")
+    ap.add_argument("--w6-no-poisson", action="store_true", help="W6 without its Poisson arrivals")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs per system and workload, interleaved; the table shows the median run and the range")
     args = ap.parse_args()
@@ -360,6 +375,10 @@ def main():
     if args.repeat < 1:
         raise SystemExit("--repeat must be at least 1")
     ctx.repeat = args.repeat
+    ctx.w6_models = [m for m in args.w6_models.split(",") if m]
+    if not ctx.w6_models or any(m not in w6.MODELS for m in ctx.w6_models):
+        raise SystemExit(f"--w6-models: a comma-separated subset of {','.join(w6.MODELS)}")
+    ctx.w6_poisson = not args.w6_no_poisson
     ctx.batch = min(args.batch, QUICK["batch"]) if args.quick else args.batch
     ctx.systems = args.systems.split(",")
     ctx.prompts = models.prompts(64, 8, QUICK["max_len"] if args.quick else 128)

@@ -1,4 +1,5 @@
-// Admission under max_batch_size and a token budget that counts padding; FCFS with bounded skips.
+// Admission under max_batch_size and a token budget that counts padding; FCFS with bounded skips;
+// a latency target's soft row limit.
 #include <QtTest>
 
 #include "batching/admission.h"
@@ -88,6 +89,24 @@ private Q_SLOTS:
         auto r = admit(q, {}, Limits{4, 1000, 8});
         QCOMPARE(r.rejected, (std::vector<uint64_t>{1, 2, 3}));
         QCOMPARE(r.admitted, (std::vector<uint64_t>{4}));
+    }
+
+    // A latency target's row limit (Limits::rows_now) holds newcomers back without rejecting
+    // them, and never keeps an empty batch empty.
+    void the_soft_row_limit_queues_and_lets_the_first_in() {
+        Limits lim{32, 1000, 8};
+        lim.rows_now = 3;
+        std::deque<Demand> q{{1, 1, 4, 4}, {2, 1, 4, 4}, {3, 2, 4, 4}};
+        auto r = admit(q, BatchShape{2, 4, 4}, lim);
+        QCOMPARE(r.admitted, (std::vector<uint64_t>{1}));
+        QVERIFY(r.rejected.empty());
+        QCOMPARE(q.size(), size_t(2));
+        // An empty batch takes its first request even when it alone exceeds the limit.
+        lim.rows_now = 1;
+        std::deque<Demand> beams{{4, 2, 4, 4}, {5, 1, 4, 4}};
+        r = admit(beams, {}, lim);
+        QCOMPARE(r.admitted, (std::vector<uint64_t>{4}));
+        QCOMPARE(beams.size(), size_t(1));
     }
 };
 

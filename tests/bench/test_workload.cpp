@@ -4,6 +4,8 @@
 // hand-made step stream.
 #include <QtTest>
 
+#include <sstream>
+
 #include "lorascope/bench_report.h"
 #include "lorascope/error.h"
 #include "lorascope/workload.h"
@@ -148,6 +150,42 @@ private Q_SLOTS:
         QCOMPARE(f.prefill_steps, int64_t(2));
         QCOMPARE(f.prefill_step_ms, 1.0 + 3.0);
         QCOMPARE(f.decode_step_ms, 2.0);
+    }
+
+    // End-to-end, queue and goodput (lorascope/bench_report.h) on hand-made request records, and
+    // the requests CSV that carries them.
+    void latencyFiguresFollowTheirDefinitions() {
+        std::vector<StepStats> steps(4);
+        const int64_t decode[] = {1, 3, 3, 2}, queue[] = {2, 1, 0, 0};
+        for (size_t i = 0; i < 4; ++i) {
+            steps[i].decode_tokens = steps[i].rows = decode[i];
+            steps[i].queue_depth = queue[i];
+        }
+        std::map<RequestId, RequestTiming> timings;
+        // submitted, first, last, finished; tokens; gaps; finished, reason, error; queue
+        timings[1] = {0, 10, 30, 30, 3, {10, 10}, true, FinishReason::Length, {}, 4};     // ttft 10, tpot 10, e2e 30
+        timings[2] = {5, 45, 50, 50, 2, {5}, true, FinishReason::Length, {}, 20};         // ttft 40, tpot 5, e2e 45
+        timings[3] = {5, 15, 15, 15, 1, {}, true, FinishReason::Eos, {}, 2};              // ttft 10, tpot 0, e2e 10
+        timings[4] = {6, 16, 56, 56, 2, {40}, true, FinishReason::Length, {}, 8};         // ttft 10, tpot 40, e2e 50
+        timings[5] = {6, -1, -1, 7, 0, {}, true, FinishReason::Error, "bad", 1};          // no token: never good
+        const BenchFigures f = compute_figures(steps, timings, 2.0, LatencyTargets{20, 12});
+        QCOMPARE(f.e2e_p50_ms, 37.5);                    // 10, 30, 45, 50
+        QCOMPARE(f.e2e_p99_ms, 45 + 0.97 * 5);
+        QCOMPARE(f.queue_p50_ms, 4.0);                   // 1, 2, 4, 8, 20
+        QCOMPARE(f.queue_p95_ms, 8 + 0.8 * 12);
+        QCOMPARE(f.goodput_requests, int64_t(2));        // 1 and 3: 2's TTFT and 4's TPOT are over
+        QCOMPARE(f.goodput_share, 0.4);
+        QCOMPARE(f.goodput_per_s, 1.0);
+        QCOMPARE(compute_figures(steps, timings, 2.0).goodput_requests, int64_t(4));   // no targets: all with tokens
+        QCOMPARE(f.steps_while_queued, int64_t(2));
+        QCOMPARE(f.rows_while_queued, 2.0);              // decoding rows of steps 0 and 1
+        std::ostringstream csv;
+        write_requests_csv(csv, timings);
+        const QStringList lines = QString::fromStdString(csv.str()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+        QCOMPARE(lines.size(), 6);
+        QCOMPARE(lines[0], QStringLiteral("id,tokens,reason,submitted_ms,queue_ms,ttft_ms,tpot_ms,e2e_ms"));
+        QCOMPARE(lines[2], QStringLiteral("2,2,length,5,20,40,5,45"));
+        QCOMPARE(lines[5], QStringLiteral("5,0,error,6,1,,,"));
     }
 };
 

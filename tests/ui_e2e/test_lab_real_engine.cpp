@@ -55,12 +55,12 @@ using namespace lorascope::ui;
 
 namespace {
 
-// The steps CSV without its wall-time column, the one figure that is measured rather than decided.
+// The steps CSV without its time columns (wall_ms, prefill_ms), the figures that are measured rather than decided.
 QStringList withoutWallTimes(const QString& csv) {
     QStringList out;
     for (const QString& line : csv.split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
         QStringList cells = line.split(QLatin1Char(','));
-        if (cells.size() > 1) cells.removeAt(1);
+        if (cells.size() > 2) cells.remove(1, 2);   // wall_ms and prefill_ms
         out << cells.join(QLatin1Char(','));
     }
     return out;

@@ -85,6 +85,7 @@ public:
 struct StepStats {
     int64_t step = 0;
     double wall_ms = 0;
+    double prefill_ms = 0;             // of wall_ms, what its prefill passes took
     int64_t rows = 0;
     int64_t prefill_tokens = 0;        // prompt tokens computed in this step (encoder passes, prompt chunks)
     int64_t prefill_tokens_deferred = 0;  // prompt tokens of admitted requests left for later steps (prefill budget)
@@ -104,6 +105,9 @@ struct StepStats {
     std::vector<bool> row_prefill;                                   // row joined (or is being prefilled) in this step
     std::vector<int64_t> row_kv_blocks;                              // KV-cache blocks each row references
 };
+
+// EngineOptions::prefill_budget_tokens: the budget in time (the default).
+constexpr int64_t kPrefillBudgetInTime = -1;
 
 struct EngineOptions {
     std::string model_dir;
@@ -127,20 +131,34 @@ struct EngineOptions {
     // The KV cache's size in MiB; 0 = from the model and the free memory. Admission reserves what
     // each request may occupy at most and queues what does not fit.
     int64_t kv_cache_mb = 0;
-    // Prompt work per step at most, in prompt tokens: decoder-only prompts are prefilled in chunks
-    // of this many tokens, and seq2seq encoder passes run this many tokens' worth of encoder layers
-    // per step (at least one layer), so that running rows keep decoding while newcomers are
-    // prefilled. The limit applies while rows decode; with none, newcomers are prefilled at once.
-    // <= 0: no limit (every newcomer is prefilled whole in the step it joins).
-    // 16 by default: on two CPU cores it keeps a step that prefills within ~1.5x of one that does
-    // not, trading a little time to first token for steady per-token latency (the measurements:
-    // docs/benchmarks.md, "W5 after the packed products: the prefill budget's trade-off"). Raise it
-    // on a GPU, where prefill work is cheap next to a step's fixed costs. (Decoder-only chunks stay
-    // at least 128 tokens, see below.)
-    int64_t prefill_budget_tokens = 16;
-    // Decoder-only prompts are prefilled in chunks of this many tokens; 0: the budget, but at
-    // least 128 (each chunk pass reads the weights once more). The same for every request, so that
-    // a request's numbers do not depend on its neighbours.
+    // Prompt work per step, so that running rows keep decoding while newcomers are prefilled:
+    // decoder-only prompts are prefilled in chunks, and seq2seq encoder passes run a few layers per
+    // step (at least one). While no row decodes, newcomers are prefilled at once.
+    // kPrefillBudgetInTime (the default): the budget in time. The engine measures what a decoding
+    // row, a prompt position and an encoder layer-position cost as it runs, and each step prefills
+    // what keeps it within tpot_target_ms (below) or, without a target, within 1.5x of its decoding
+    // rows' own step, filling free rows as fast as that allows (batching/time_budget.h). A step's
+    // time, unlike a token count, means the same on one thread, two or a GPU.
+    // > 0: the token budget: at most this many prompt tokens per step, applied while rows decode
+    // and more rows decode than wait to join (docs/benchmarks.md, issue 14: 16 kept a two-core step
+    // that prefills within ~1.5x of one that does not). 0: no limit (every newcomer is prefilled
+    // whole in the step it joins).
+    // With a time budget the steps depend on measured times, so a run's step stream differs from
+    // run to run; a token budget or none keeps it a function of the workload (each request's tokens
+    // are the same under every policy).
+    int64_t prefill_budget_tokens = kPrefillBudgetInTime;
+    // Time per output token the running rows should see, in ms: every running row gets one token
+    // per step, so this bounds the step's time. The engine admits rows, and prefill work into a
+    // step, only while the step's predicted time stays within it; newcomers wait for rows to leave
+    // rather than slow the running rows down. Fewer rows give faster steps; more rows give earlier
+    // first tokens and more throughput where steps are memory-bound. 0: no target. Needs the budget
+    // in time and continuous batching.
+    double tpot_target_ms = 0;
+    // Decoder-only prompts are prefilled in chunks of this many tokens; 0: the token budget, but
+    // at least 128 (each chunk pass reads the weights once more), or under a time-per-token target
+    // 32 (a 128-token chunk of BLOOM costs about as much as a whole decoding step of 32 rows, so it
+    // could never fit beside one). The same for every request, so that a request's numbers do not
+    // depend on its neighbours.
     int64_t prefill_chunk_tokens = 0;
     // Called on the loading thread while Engine::create reads the checkpoint: after each of its
     // tensors is first read, with how many have been read of all the file holds (some, tied or

@@ -53,7 +53,7 @@ public:
 
     size_t size() const;
     const BenchRecorder& recorder() const;
-    BenchFigures figures() const { return recorder().figures(); }
+    BenchFigures figures(const LatencyTargets& goodput_targets = {}) const { return recorder().figures(goodput_targets); }
     std::vector<RequestId> ids() const;   // by request index; 0 until submitted
 
     struct State;   // shared with the engine's callbacks, which may outlive the run

@@ -37,6 +37,11 @@ static bool fits(const BatchShape& shape, const Limits& limits) {
     return shape.rows <= limits.max_batch_size && shape.cost() <= limits.max_batch_tokens;
 }
 
+// The soft row limit of this step; an empty batch takes its first request whatever the limit.
+static bool rows_allowed(const BatchShape& before, const BatchShape& grown, const Limits& limits) {
+    return before.rows == 0 || grown.rows <= limits.rows_now;
+}
+
 AdmissionResult admit(std::deque<Demand>& queue, const BatchShape& running, const Limits& limits) {
     AdmissionResult result;
     BatchShape shape = running;
@@ -50,7 +55,7 @@ AdmissionResult admit(std::deque<Demand>& queue, const BatchShape& running, cons
         }
         if (!blocked) {
             const BatchShape grown = shape.with(d);
-            if (fits(grown, limits) && d.kv_blocks <= kv_free) {   // both non-negative: no overflow
+            if (fits(grown, limits) && rows_allowed(shape, grown, limits) && d.kv_blocks <= kv_free) {   // both non-negative: no overflow
                 shape = grown;
                 kv_free -= d.kv_blocks;
                 result.admitted.push_back(d.id);

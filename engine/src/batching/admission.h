@@ -42,6 +42,10 @@ struct Limits {
     int64_t max_skips = 8;
     int64_t kv_blocks_free = INT64_MAX;      // unreserved blocks of the cache now
     int64_t kv_blocks_capacity = INT64_MAX;  // all blocks of the cache
+    // Rows the batch may hold at this step boundary (a latency target, batching/time_budget.h):
+    // soft, unlike max_batch_size: what does not fit waits, nothing is rejected for it, and the
+    // first request into an empty batch is always let in.
+    int64_t rows_now = INT64_MAX;
 };
 
 struct AdmissionResult {

@@ -27,6 +27,9 @@ struct PrefillPlan {
 };
 
 // remaining[i]: prompt tokens request i (in queue order) still needs. budget <= 0: no limit.
-PrefillPlan plan_prefill(const std::vector<int64_t>& remaining, bool chunked, int64_t chunk, int64_t budget);
+// `force_first` false: the first piece too is taken only when it fits (a latency target, under
+// which a piece that does not fit waits for rows to leave; budget 0 then means none).
+PrefillPlan plan_prefill(const std::vector<int64_t>& remaining, bool chunked, int64_t chunk, int64_t budget,
+                         bool force_first = true);
 
 }  // namespace lorascope::batching

@@ -1,6 +1,7 @@
 #include "lorascope/bench_report.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace lorascope {
 
@@ -35,6 +36,11 @@ void BenchRecorder::token(RequestId id) {
     ++t.tokens;
 }
 
+bool RequestTiming::good(const LatencyTargets& targets) const {
+    if (!finished || reason == FinishReason::Error || tokens == 0) return false;
+    return (targets.ttft_ms <= 0 || ttft_ms() <= targets.ttft_ms) && (targets.tpot_ms <= 0 || tpot_ms() <= targets.tpot_ms);
+}
+
 void BenchRecorder::finished(const FinishEvent& e) {
     const double now = now_ms();
     std::lock_guard<std::mutex> lock(mutex_);
@@ -44,6 +50,7 @@ void BenchRecorder::finished(const FinishEvent& e) {
     t.finished_ms = now;
     t.reason = e.reason;
     t.error = e.error;
+    t.queue_ms = e.usage.queue_ms;
     last_finish_ms_ = std::max(last_finish_ms_, now);
     ++finished_;
 }
@@ -53,11 +60,11 @@ void BenchRecorder::step(const StepStats& stats) {
     steps_.push_back(stats);
 }
 
-BenchFigures BenchRecorder::figures() const {
+BenchFigures BenchRecorder::figures(const LatencyTargets& goodput_targets) const {
     std::lock_guard<std::mutex> lock(mutex_);
     const bool all_done = finished_ == timings_.size() && !timings_.empty();
     const double wall_ms = all_done ? last_finish_ms_ : now_ms();
-    return compute_figures(steps_, timings_, wall_ms / 1000.0);
+    return compute_figures(steps_, timings_, wall_ms / 1000.0, goodput_targets);
 }
 
 std::vector<StepStats> BenchRecorder::steps() const {
@@ -90,10 +97,11 @@ size_t BenchRecorder::finished_count() const {
     return finished_;
 }
 
-BenchFigures compute_figures(const std::vector<StepStats>& steps, const std::map<RequestId, RequestTiming>& timings,
-                             double wall_s) {
-    BenchFigures f;
-    int64_t row_sum = 0, padded = 0, computed = 0;
+namespace {
+
+// The step stream's figures: batching, padding, cache and where the time went.
+void add_step_figures(BenchFigures& f, const std::vector<StepStats>& steps) {
+    int64_t row_sum = 0, padded = 0, computed = 0, queued_rows = 0;
     for (const StepStats& s : steps) {
         ++f.steps;
         row_sum += s.rows;
@@ -105,6 +113,10 @@ BenchFigures compute_figures(const std::vector<StepStats>& steps, const std::map
         f.cache_bytes_prefilled += s.cache_bytes_prefilled;
         f.kv_blocks_total = s.kv_blocks_total;
         f.steps_with_deferred_prefill += s.prefill_tokens_deferred > 0;
+        if (s.queue_depth > 0) {
+            ++f.steps_while_queued;
+            queued_rows += s.decode_tokens;   // one position per decoding row
+        }
         if (s.prefill_tokens > 0) {
             ++f.prefill_steps;
             f.prefill_step_ms += s.wall_ms;
@@ -114,8 +126,14 @@ BenchFigures compute_figures(const std::vector<StepStats>& steps, const std::map
     }
     f.mean_batch_rows = f.steps ? static_cast<double>(row_sum) / static_cast<double>(f.steps) : 0.0;
     f.padding_share = computed ? static_cast<double>(padded) / static_cast<double>(computed) : 0.0;
+    f.rows_while_queued =
+        f.steps_while_queued ? static_cast<double>(queued_rows) / static_cast<double>(f.steps_while_queued) : 0.0;
+}
 
-    std::vector<double> ttft, per_token;
+// The requests' figures: counts, tokens, latency percentiles and goodput.
+void add_request_figures(BenchFigures& f, const std::map<RequestId, RequestTiming>& timings, const LatencyTargets& targets) {
+    std::vector<double> ttft, per_token, e2e, queue;
+    f.goodput_targets = targets;
     for (const auto& [id, t] : timings) {
         ++f.requests;
         f.generated_tokens += t.tokens;
@@ -124,28 +142,64 @@ BenchFigures compute_figures(const std::vector<StepStats>& steps, const std::map
             ++f.failed_requests;
             if (f.first_error.empty()) f.first_error = t.error;
         }
-        if (t.tokens > 0) ttft.push_back(t.first_token_ms - t.submitted_ms);
+        if (t.finished && t.queue_ms >= 0) queue.push_back(t.queue_ms);
+        f.goodput_requests += t.good(targets);
+        if (t.tokens > 0) {
+            ttft.push_back(t.ttft_ms());
+            e2e.push_back(t.e2e_ms());
+        }
         per_token.insert(per_token.end(), t.gaps_ms.begin(), t.gaps_ms.end());
     }
-    f.wall_s = wall_s;
-    f.tokens_per_s = wall_s > 0 ? static_cast<double>(f.generated_tokens) / wall_s : 0.0;
     f.ttft_p50_ms = percentile(ttft, 50);
     f.ttft_p95_ms = percentile(ttft, 95);
     f.per_token_p50_ms = percentile(per_token, 50);
     f.per_token_p95_ms = percentile(per_token, 95);
+    f.e2e_p50_ms = percentile(e2e, 50);
+    f.e2e_p95_ms = percentile(e2e, 95);
+    f.e2e_p99_ms = percentile(e2e, 99);
+    f.queue_p50_ms = percentile(queue, 50);
+    f.queue_p95_ms = percentile(queue, 95);
+    f.queue_p99_ms = percentile(queue, 99);
+    f.goodput_share = f.requests ? static_cast<double>(f.goodput_requests) / static_cast<double>(f.requests) : 0.0;
+}
+
+}  // namespace
+
+BenchFigures compute_figures(const std::vector<StepStats>& steps, const std::map<RequestId, RequestTiming>& timings,
+                             double wall_s, const LatencyTargets& goodput_targets) {
+    BenchFigures f;
+    add_step_figures(f, steps);
+    add_request_figures(f, timings, goodput_targets);
+    f.wall_s = wall_s;
+    f.tokens_per_s = wall_s > 0 ? static_cast<double>(f.generated_tokens) / wall_s : 0.0;
+    f.goodput_per_s = wall_s > 0 ? static_cast<double>(f.goodput_requests) / wall_s : 0.0;
     return f;
 }
 
 void write_steps_csv(std::ostream& out, const std::vector<StepStats>& steps) {
-    out << "step,wall_ms,rows,prefill_tokens,prefill_tokens_deferred,decode_tokens,padded_tokens,"
+    out << "step,wall_ms,prefill_ms,rows,prefill_tokens,prefill_tokens_deferred,decode_tokens,padded_tokens,"
            "kv_bytes_allocated,kv_bytes_in_use,kv_blocks_used,kv_blocks_total,cache_bytes_moved,queue_depth,row_requests\n";
     for (const StepStats& s : steps) {
-        out << s.step << ',' << s.wall_ms << ',' << s.rows << ',' << s.prefill_tokens << ',' << s.prefill_tokens_deferred << ','
+        out << s.step << ',' << s.wall_ms << ',' << s.prefill_ms << ',' << s.rows << ',' << s.prefill_tokens << ',' << s.prefill_tokens_deferred << ','
             << s.decode_tokens << ',' << s.padded_tokens << ',' << s.kv_bytes_allocated << ',' << s.kv_bytes_in_use << ','
             << s.kv_blocks_used << ',' << s.kv_blocks_total << ',' << s.cache_bytes_moved << ',' << s.queue_depth << ',';
         for (size_t i = 0; i < s.row_requests.size(); ++i) out << (i ? ";" : "") << s.row_requests[i];
         out << '\n';
     }
+}
+
+void write_requests_csv(std::ostream& out, const std::map<RequestId, RequestTiming>& timings) {
+    out << "id,tokens,reason,submitted_ms,queue_ms,ttft_ms,tpot_ms,e2e_ms\n";
+    const auto old_precision = out.precision(std::numeric_limits<double>::max_digits10);
+    for (const auto& [id, t] : timings) {
+        out << id << ',' << t.tokens << ',' << (t.finished ? to_string(t.reason) : "running") << ',' << t.submitted_ms << ',';
+        if (t.queue_ms >= 0) out << t.queue_ms;
+        out << ',';
+        if (t.tokens > 0) out << t.ttft_ms() << ',' << t.tpot_ms() << ',' << t.e2e_ms();
+        else out << ",,";
+        out << '\n';
+    }
+    out.precision(old_precision);
 }
 
 }  // namespace lorascope

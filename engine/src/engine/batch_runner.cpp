@@ -49,17 +49,37 @@ bool rescales(const std::vector<sampling::LogitsRow>& rows) {
     return false;
 }
 
+// Under a time-per-token target, decoder-only prompt chunks are this long unless set: a chunk is
+// the smallest piece of prefill a step can take, and a step under the target holds its decoding
+// rows plus one chunk at least. W3's BLOOM (8 layers of width 1024, head of 250880 words) computes
+// a 128-token chunk in about the time of a 32-row decoding step, so under a target near that
+// step's time no chunk of 128 would ever fit beside the rows.
+constexpr int64_t kTargetPrefillChunk = 32;
+
+// The budget in time before a kind of prefill work has been measured once: the old default token
+// budget, so that the first steps behave as they did.
+constexpr int64_t kColdStartTokens = 16;
+
+int64_t chunk_tokens(int64_t chunk, int64_t budget, const batching::TimePolicy& time) {
+    if (chunk > 0) return chunk;
+    if (budget > 0) return std::max(budget, kMinPrefillChunk);
+    if (budget < 0) return time.target_ms > 0 ? kTargetPrefillChunk : kMinPrefillChunk;
+    return 0;   // no limit: whole prompts
+}
+
+double ms_since(Clock::time_point start) { return ms_between(start, Clock::now()); }
+
 }  // namespace
 
 BatchRunner::BatchRunner(const models::Model& model, std::shared_ptr<models::KvPool> pool, const Tokenizer* tokenizer,
-                         int64_t prefill_budget_tokens, int64_t prefill_chunk_tokens)
+                         int64_t prefill_budget_tokens, int64_t prefill_chunk_tokens,
+                         const batching::TimePolicy& time_policy)
     : model_(model),
       pool_(std::move(pool)),
       tokenizer_(tokenizer),
       prefill_budget_(prefill_budget_tokens),
-      prefill_chunk_(prefill_chunk_tokens > 0 ? prefill_chunk_tokens
-                     : prefill_budget_tokens > 0 ? std::max(prefill_budget_tokens, kMinPrefillChunk)
-                                                 : 0),
+      prefill_chunk_(chunk_tokens(prefill_chunk_tokens, prefill_budget_tokens, time_policy)),
+      time_policy_(time_policy),
       state_(pool_) {}
 
 BatchRunner::~BatchRunner() = default;
@@ -92,11 +112,15 @@ void BatchRunner::retire(LiveRequest& request) {
 }
 
 void BatchRunner::step(StepStats& stats) {
-    const int64_t before = stats.prefill_tokens;
+    const auto started = Clock::now();
+    const int64_t before = stats.prefill_tokens, decoded = stats.decode_tokens;
+    prefill_ms_ = 0;
     prefill(stats);
     if (stats.prefill_tokens - before >= kTrimAfterPrefillTokens) runtime::return_free_heap_pages();
     join_ready();
     decode(stats);
+    measure_decode(ms_since(started), prefill_ms_, stats.decode_tokens - decoded);
+    stats.prefill_ms += prefill_ms_;
     // Requests still being prefilled show as prefill rows of their own.
     for (const auto& r : prefilling_) {
         if (r->finished || (r->prefilled == 0 && !r->encoded)) continue;
@@ -110,20 +134,52 @@ void BatchRunner::step(StepStats& stats) {
 
 // ------------------------------------------------------------------------------------- prefill
 
-// The budget protects decoding rows from waiting on prefill, and applies only while they outnumber
-// the rows waiting to join: with none decoding nobody waits, and newcomers are best prefilled all
-// at once (requests submitted together, such as a comparison's columns, join in the same step);
-// with at least as many rows waiting as decoding, filling the batch is worth more than the few
-// rows' next token. (W3 and W4 submit everything at once, and the engine thread often starts on
-// the first few submissions: a budget then let the rest trickle in over ~10 extra steps, each a
-// full read of the weights, 8% of W3's time.)
-int64_t BatchRunner::step_budget() const {
-    if (prefill_budget_ <= 0) return 0;
-    int64_t decoding = 0, waiting = 0;
-    for (const auto& r : running_) decoding += r->rows();
-    for (const auto& r : prefilling_)
-        if (!r->finished) waiting += r->rows();
-    return waiting >= decoding ? 0 : prefill_budget_;
+// The budget protects decoding rows from waiting on prefill. A token budget applies only while
+// they outnumber the rows waiting to join: with none decoding nobody waits, and newcomers are best
+// prefilled all at once (requests submitted together, such as a comparison's columns, join in the
+// same step); with at least as many rows waiting as decoding, filling the batch is worth more than
+// the few rows' next token. (W3 and W4 submit everything at once, and the engine thread often
+// starts on the first few submissions: a budget then let the rest trickle in over ~10 extra steps,
+// each a full read of the weights, 8% of W3's time.) The budget in time follows the same rules
+// without a target (batching/time_budget.h); under one, only an idle batch is unlimited.
+BatchRunner::StepBudget BatchRunner::step_budget() const {
+    batching::StepRows rows;
+    for (const auto& r : running_) rows.decoding += r->rows();
+    for (const auto& r : prefilling_) {
+        if (r->finished) continue;
+        if (rows.waiting == 0) rows.next_join = r->rows();
+        rows.waiting += r->rows();
+    }
+    const bool seq2seq = model_.is_encoder_decoder();
+    const int64_t units = seq2seq ? model_.encoder_units() : 1;
+    StepBudget b;
+    if (!time_budget()) {
+        b.unlimited = prefill_budget_ == 0 || rows.waiting >= rows.decoding;
+        b.work = prefill_budget_ * units;
+        return b;
+    }
+    const auto allowance = batching::prefill_allowance(costs_, time_policy_, rows);
+    b.unlimited = allowance.unlimited;
+    b.forced = allowance.forced;
+    b.work = batching::work_within(seq2seq ? costs_.encoder : costs_.prefill, allowance.ms, kColdStartTokens * units);
+    if (b.forced) b.work = std::max<int64_t>(b.work, 1);
+    return b;
+}
+
+void BatchRunner::measure_decode(double step_ms, double prefill_ms, int64_t decoded_rows) {
+    if (decoded_rows > 0) costs_.decode.add(static_cast<double>(decoded_rows), std::max(0.0, step_ms - prefill_ms));
+}
+
+int64_t BatchRunner::row_limit(int64_t prompt_tokens, int64_t max_rows) const {
+    if (!time_budget() || time_policy_.target_ms <= 0) return max_rows;
+    double unit_ms = 0;   // one unit of the newcomer's prefill: an encoder layer, or its first chunk
+    if (model_.is_encoder_decoder()) {
+        if (costs_.encoder.ready()) unit_ms = costs_.encoder.predict(static_cast<double>(prompt_tokens));
+    } else if (costs_.prefill.ready()) {
+        const int64_t piece = std::min<int64_t>(std::max<int64_t>(prompt_tokens - 1, 1), prefill_chunk_);
+        unit_ms = costs_.prefill.predict(static_cast<double>(piece));
+    }
+    return batching::row_limit(costs_, time_policy_, max_rows, unit_ms);
 }
 
 void BatchRunner::prefill(StepStats& stats) {
@@ -140,7 +196,11 @@ void BatchRunner::prefill(StepStats& stats) {
     }
     // Chunks have one size whatever the neighbours (a request's numbers must not depend on whether
     // others were decoding); how many run per step is limited only while rows decode.
-    const auto plan = batching::plan_prefill(remaining, /*chunked=*/true, prefill_chunk_, step_budget());
+    const StepBudget budget = step_budget();
+    // A forced budget of 0 still takes its first piece; an unforced one takes only what fits.
+    const auto plan = batching::plan_prefill(remaining, /*chunked=*/true, prefill_chunk_,
+                                             budget.unlimited ? 0 : budget.forced ? std::max<int64_t>(budget.work, 1) : budget.work,
+                                             budget.unlimited || budget.forced);
     stats.prefill_tokens_deferred += plan.deferred;
     if (plan.pieces.empty()) return;
     // Chunks of similar length share a pass, as encoder passes do (see start_encode_jobs).
@@ -163,8 +223,9 @@ void BatchRunner::prefill(StepStats& stats) {
 // (tokens x units); a job's numbers do not depend on how its units are spread over steps.
 void BatchRunner::prefill_encoders(StepStats& stats) {
     const int64_t units = model_.encoder_units();
-    const bool limited = step_budget() > 0;
-    const int64_t per_step = limited ? step_budget() * units : 0;
+    const StepBudget step = step_budget();
+    const bool limited = !step.unlimited;
+    const int64_t per_step = limited ? step.work : 0;
     int64_t budget = limited ? per_step + encoder_credit_ : INT64_MAX;
     double done = 0, padded = 0;
     bool progressed = false;
@@ -175,7 +236,7 @@ void BatchRunner::prefill_encoders(StepStats& stats) {
         const int64_t left = units - job.work.done;
         int64_t n = std::min(left, job.cost > 0 ? budget / job.cost : left);
         if (n == 0) {
-            if (progressed) break;
+            if (progressed || !step.forced) break;
             n = 1;  // at least one unit per step
         }
         const int64_t cost = job.cost, real = job.real;
@@ -193,7 +254,8 @@ void BatchRunner::prefill_encoders(StepStats& stats) {
     const bool waiting = !encoding_.empty() || std::any_of(prefilling_.begin(), prefilling_.end(), [](const auto& r) {
         return !r->finished && !r->encoded && !r->encoding;
     });
-    encoder_credit_ = limited && waiting ? std::clamp<int64_t>(budget, 0, per_step) : 0;
+    // The budget in time is recomputed from the costs at every step and carries nothing.
+    encoder_credit_ = limited && waiting && !time_budget() ? std::clamp<int64_t>(budget, 0, per_step) : 0;
     stats.prefill_tokens += static_cast<int64_t>(done + 0.5);
     stats.padded_tokens += static_cast<int64_t>(padded + 0.5);
     int64_t deferred = 0;
@@ -255,13 +317,22 @@ bool BatchRunner::advance_job(int64_t units, StepStats& stats) {
     const models::LoraHook* hook = job.hook->empty() ? nullptr : job.hook.get();
     std::vector<RequestId> ids;
     for (auto* r : job.members) ids.push_back(r->id);
+    const auto started = Clock::now();
+    // What the units cost, for the budget in time: layer-positions computed, padding included.
+    auto measure = [&] {
+        const double ms = ms_since(started);
+        prefill_ms_ += ms;
+        costs_.encoder.add(static_cast<double>(units * job.cost), ms);
+    };
     try {
         fault_point(FaultPoint::Prefill, ids);
         if (job.work.done + units < model_.encoder_units()) {
             model_.run_encoder(job.work, units, hook);
+            measure();
             return true;
         }
         models::DecodeState encoded = model_.finish_encoder(job.work, hook, pool_);
+        measure();
         const int64_t position_bytes = pool_->bytes_per_block() / pool_->block_size();
         for (size_t i = 0; i < job.members.size(); ++i) {
             LiveRequest& r = *job.members[i];
@@ -308,6 +379,7 @@ void BatchRunner::prefill_chunks(const std::vector<std::pair<LiveRequest*, int64
     }
     bool ok = true;
     std::string error;
+    const auto started = Clock::now();
     {
         models::DecodeState batch(pool_);
         for (const auto& piece : pieces) batch.concatenate(std::move(piece.first->cache));
@@ -332,6 +404,9 @@ void BatchRunner::prefill_chunks(const std::vector<std::pair<LiveRequest*, int64
         prefill_chunks({mid, pieces.end()}, stats);
         return;
     }
+    const double ms = ms_since(started);
+    prefill_ms_ += ms;
+    costs_.prefill.add(static_cast<double>(longest * static_cast<int64_t>(pieces.size())), ms);
     const int64_t position_bytes = pool_->bytes_per_block() / pool_->block_size();
     for (const auto& [r, n] : pieces) {
         r->prefilled += n;

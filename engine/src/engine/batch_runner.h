@@ -17,13 +17,18 @@
 #include "lorascope/tokenizer.h"
 #include "models/model.h"
 #include "batching/admission.h"
+#include "batching/step_costs.h"
+#include "batching/time_budget.h"
 
 namespace lorascope::engine_detail {
 
 class BatchRunner {
 public:
+    // prefill_budget_tokens: kPrefillBudgetInTime (< 0), the budget in time under `time_policy`;
+    // > 0 tokens per step; 0 no limit (lorascope/engine.h).
     BatchRunner(const models::Model& model, std::shared_ptr<models::KvPool> pool, const Tokenizer* tokenizer,
-                int64_t prefill_budget_tokens, int64_t prefill_chunk_tokens);
+                int64_t prefill_budget_tokens, int64_t prefill_chunk_tokens,
+                const batching::TimePolicy& time_policy = {});
     ~BatchRunner();
 
     // An admitted request (KV blocks reserved, adapter pinned): prefilled from the next step on.
@@ -43,6 +48,12 @@ public:
     void finish_all(FinishReason reason, const std::string& error = {});
     void cache_stats(StepStats& stats);
 
+    // Under a time-per-token target: the rows the batch may hold now (batching::row_limit), with
+    // one unit of prefill of a newcomer of `prompt_tokens` (the queue's front) beside them.
+    // INT64_MAX without a target.
+    int64_t row_limit(int64_t prompt_tokens, int64_t max_rows) const;
+    const batching::StepCosts& costs() const { return costs_; }
+
     const models::KvPool& pool() const { return *pool_; }
     int64_t lora_stack_bytes() const { return lora_stack_.bytes(); }
 
@@ -56,7 +67,17 @@ private:
         int64_t real = 0;                    // of which prompt tokens
     };
 
-    int64_t step_budget() const;
+    // The step's prefill limit: `work` in prompt tokens (decoder-only) or prompt tokens x encoder
+    // units. Forced: at least one piece or unit even when none fits; not forced (a latency target):
+    // a piece that does not fit waits.
+    struct StepBudget {
+        bool unlimited = true;
+        int64_t work = 0;
+        bool forced = true;
+    };
+    StepBudget step_budget() const;
+    bool time_budget() const { return prefill_budget_ < 0; }
+    void measure_decode(double step_ms, double prefill_ms, int64_t decoded_rows);
     void prefill(StepStats& stats);
     void prefill_encoders(StepStats& stats);
     void start_encode_jobs(int64_t budget_tokens);
@@ -79,6 +100,9 @@ private:
     int64_t prefill_budget_;
     int64_t prefill_chunk_;       // decoder-only prompt chunk (0: whole prompts)
     int64_t encoder_credit_ = 0;  // encoder budget (token x units) left unspent by the last step
+    batching::TimePolicy time_policy_;
+    batching::StepCosts costs_;   // measured as the steps run (the budget in time)
+    double prefill_ms_ = 0;       // of the step running now
     // Requests in batch-row order: running_[0] holds state_'s rows [0, rows()), the next follows.
     std::vector<std::unique_ptr<LiveRequest>> running_;
     models::DecodeState state_;

@@ -14,6 +14,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -86,7 +87,7 @@ public:
           scheduler_(*model_, registry_, *pool_, options_),
           // Static batching is the comparison point without joins: its batch is prefilled at once.
           runner_(*model_, pool_, tokenizer_.get(), options.static_batching ? 0 : options.prefill_budget_tokens,
-                  options.static_batching ? 0 : options.prefill_chunk_tokens) {
+                  options.static_batching ? 0 : options.prefill_chunk_tokens, batching::TimePolicy{options.tpot_target_ms}) {
         thread_ = std::thread([this] { run(); });
     }
 
@@ -204,8 +205,10 @@ void EngineImpl::step() {
     const auto started = Clock::now();
     try {
         runner_.drop_finished();  // leaves that failed at the last boundary
-        if (!options_.static_batching || runner_.empty())
-            for (auto& r : scheduler_.admit(runner_.shape())) runner_.add(std::move(r));
+        if (!options_.static_batching || runner_.empty()) {
+            const int64_t rows = runner_.row_limit(scheduler_.front_prompt_tokens(), options_.max_batch_size);
+            for (auto& r : scheduler_.admit(runner_.shape(), rows)) runner_.add(std::move(r));
+        }
         runner_.step(stats);
     } catch (const std::exception& e) {
         // Nothing in a step should get here (passes isolate their failures); if something does,
@@ -229,6 +232,19 @@ void EngineImpl::shut_down() {
     mailbox_.set_idle(true);
 }
 
+// The prefill budget and the latency target: one meaning each, and no combination that would be
+// silently ignored.
+void check_latency_options(const EngineOptions& options) {
+    if (options.prefill_budget_tokens < kPrefillBudgetInTime)
+        throw Error(ErrorKind::InvalidArgument, "prefill_budget_tokens must be >= 0 (tokens per step; 0 = no limit), or "
+                                                "kPrefillBudgetInTime (-1) for the budget in time");
+    if (!std::isfinite(options.tpot_target_ms) || options.tpot_target_ms < 0)
+        throw Error(ErrorKind::InvalidArgument, "tpot_target_ms must be a finite number >= 0 (0 = no target)");
+    if (options.tpot_target_ms > 0 && (options.static_batching || options.prefill_budget_tokens != kPrefillBudgetInTime))
+        throw Error(ErrorKind::InvalidArgument, "a time-per-output-token target needs continuous batching and the budget in "
+                                                "time (no token prefill budget)");
+}
+
 }  // namespace
 
 std::unique_ptr<Engine> Engine::create(const EngineOptions& options) {
@@ -237,6 +253,7 @@ std::unique_ptr<Engine> Engine::create(const EngineOptions& options) {
     if (options.max_batch_tokens < 1)
         throw Error(ErrorKind::InvalidArgument, "max_batch_tokens must be at least 1");
     if (options.kv_cache_mb < 0) throw Error(ErrorKind::InvalidArgument, "kv_cache_mb must not be negative");
+    check_latency_options(options);
     models::LoadOptions load =
         models::LoadOptions::from(runtime::choose_compute(options.dtype, options.device, options.kv_cache_dtype));
     if (load.device.is_cpu()) runtime::settle_cpu_allocator();

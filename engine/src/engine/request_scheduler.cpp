@@ -89,11 +89,16 @@ std::string RequestScheduler::rejection(const LiveRequest& r) const {
            " positions, more than the engine's max_batch_tokens (" + std::to_string(limits_.max_batch_tokens) + ") allows";
 }
 
-std::vector<std::unique_ptr<LiveRequest>> RequestScheduler::admit(const batching::BatchShape& running) {
+int64_t RequestScheduler::front_prompt_tokens() const {
+    return waiting_.empty() ? 0 : static_cast<int64_t>(waiting_.front()->prompt_ids.size());
+}
+
+std::vector<std::unique_ptr<LiveRequest>> RequestScheduler::admit(const batching::BatchShape& running, int64_t row_limit) {
     std::vector<std::unique_ptr<LiveRequest>> admitted;
     if (waiting_.empty()) return admitted;
     start_reloads();
     batching::Limits limits = limits_;
+    limits.rows_now = row_limit;
     limits.kv_blocks_capacity = pool_.capacity();
     limits.kv_blocks_free = pool_.capacity() - pool_.reserved();
     limits_.kv_blocks_capacity = limits.kv_blocks_capacity;

@@ -3,6 +3,7 @@
 // evicted adapters reloaded off the engine thread (their requests wait; the others decode).
 #pragma once
 
+#include <climits>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -31,8 +32,11 @@ public:
     // Finishes the waiting requests `wanted` picks as cancelled.
     void cancel(const std::function<bool(RequestId)>& wanted);
 
-    // The requests that join now, in queue order: adapter pinned, KV blocks reserved.
-    std::vector<std::unique_ptr<LiveRequest>> admit(const batching::BatchShape& running);
+    // The requests that join now, in queue order: adapter pinned, KV blocks reserved. `row_limit`:
+    // the rows the batch may hold at this boundary (a latency target); soft, see batching::Limits.
+    std::vector<std::unique_ptr<LiveRequest>> admit(const batching::BatchShape& running, int64_t row_limit = INT64_MAX);
+    // The prompt length of the first waiting request (0: none waits).
+    int64_t front_prompt_tokens() const;
 
 private:
     void start_reloads();

@@ -1,0 +1,76 @@
+#include "batching/step_costs.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace lorascope::batching {
+
+namespace {
+// Samples before outliers are clipped, and how far: a step of a 2-core run beside a compiling
+// neighbour took up to 3x its usual time here, and one such step should not halve the next
+// steps' budgets.
+constexpr int64_t kClipAfterSamples = 8;
+constexpr double kClipFactor = 3.0;
+// How much spread of x (relative to its mean) counts as enough to read a slope from.
+constexpr double kSlopeSpread = 0.05;
+}  // namespace
+
+CostFit::CostFit(double half_life) : decay_(std::pow(0.5, 1.0 / std::max(1.0, half_life))) {}
+
+void CostFit::add(double x, double y) {
+    if (!std::isfinite(x) || !std::isfinite(y) || x < 0 || y < 0) return;
+    if (samples_ >= kClipAfterSamples) {
+        const double expected = predict(x);
+        if (expected > 0) y = std::clamp(y, expected / kClipFactor, expected * kClipFactor);
+    }
+    w_ = decay_ * w_ + 1;
+    sx_ = decay_ * sx_ + x;
+    sy_ = decay_ * sy_ + y;
+    sxx_ = decay_ * sxx_ + x * x;
+    sxy_ = decay_ * sxy_ + x * y;
+    ++samples_;
+}
+
+// Ridge towards the proportional line: the slope is (cov + k b0) / (var + k), with b0 the slope
+// of the line through the origin and the mean and k a small share of the mean's square, so the
+// samples' own slope wins as soon as their x spread by a few percent.
+void CostFit::fit(double& a, double& b) const {
+    a = b = 0;
+    if (w_ <= 0) return;
+    const double mx = sx_ / w_, my = sy_ / w_;
+    if (mx <= 0) {
+        a = std::max(0.0, my);
+        return;
+    }
+    const double var = std::max(0.0, sxx_ / w_ - mx * mx);
+    const double cov = sxy_ / w_ - mx * my;
+    const double k = kSlopeSpread * kSlopeSpread * mx * mx;
+    b = std::max(0.0, (cov + k * (my / mx)) / (var + k));
+    a = my - b * mx;
+    if (a < 0) {   // the samples say "no fixed cost": the best line through the origin
+        a = 0;
+        b = sxx_ > 0 ? std::max(0.0, sxy_ / sxx_) : 0.0;
+    }
+}
+
+double CostFit::intercept() const {
+    double a, b;
+    fit(a, b);
+    return a;
+}
+
+double CostFit::slope() const {
+    double a, b;
+    fit(a, b);
+    return b;
+}
+
+double CostFit::largest_within(double y) const {
+    double a, b;
+    fit(a, b);
+    if (a > y) return 0;
+    if (b <= 0) return 1e18;
+    return (y - a) / b;
+}
+
+}  // namespace lorascope::batching

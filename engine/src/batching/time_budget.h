@@ -1,0 +1,65 @@
+// The per-step budget in time: how much prefill work a step may do, and how many rows the batch
+// may hold, given what step work costs (batching/step_costs.h, measured by the engine as it runs)
+// and the user's time-per-output-token target. Every running row gets one token per step, so a
+// row's time per output token is the time of the steps it decodes in.
+//
+// With a target: a step's predicted time (its decoding rows plus its prefill) stays within the
+// target. Prefill gets what the rows leave of it (those decoding and the next newcomer's, which
+// may join in the step and decode in it too; a step where two join passes the target by one row's
+// decoding) and is never forced while rows decode
+// (a newcomer whose next unit does not fit waits for rows to leave), and the batch takes newcomers
+// only while its rows, plus one unit of the next newcomer's prefill, fit the target.
+// Without one: rows are filled as fast as the cap allows. A step that prefills may take up to
+// kStepCapFactor x the time of its decoding rows alone; while as many rows wait to join as decode,
+// there is no limit (filling the batch is worth more than the few rows' next token).
+//
+// Pure arithmetic on the measured costs: tests drive it with synthetic cost models.
+#pragma once
+
+#include <cstdint>
+
+#include "batching/step_costs.h"
+
+namespace lorascope::batching {
+
+// Without a target, a step that prefills takes at most this many times its decoding rows' own
+// step. The token budget it replaces (16 tokens, docs/benchmarks.md, issue 14) was chosen to keep
+// a prefilling step within ~1.5x of a decode-only one on two cores, which held W5's per-token p95
+// within 1.5x of static batching's; in time the same bound holds on any machine and batch.
+// (docs/benchmarks.md, issue 33's W6 section: the first measurements under it; the factor itself
+// has not been swept yet.)
+constexpr double kStepCapFactor = 1.5;
+
+struct TimePolicy {
+    double target_ms = 0;                 // time per output token; 0: none (the cap applies)
+    double cap_factor = kStepCapFactor;
+};
+
+// The rows of a step as the allowance sees them.
+struct StepRows {
+    int64_t decoding = 0;    // rows that decode in the step before any newcomer joins
+    int64_t waiting = 0;     // admitted rows not decoding yet
+    int64_t next_join = 0;   // rows of the first of them: it may join in the step and decode in it too
+};
+
+struct PrefillAllowance {
+    bool unlimited = false;   // nobody decodes, or (no target) as many rows wait as decode
+    double ms = 0;            // otherwise: the prefill time the step may spend
+    bool forced = false;      // at least one unit of prefill even when none fits (no target)
+};
+
+// The step's prefill allowance.
+PrefillAllowance prefill_allowance(const StepCosts& costs, const TimePolicy& policy, const StepRows& rows);
+
+// The allowance as work of one kind: how many units of x (prompt positions for `fit` =
+// costs.prefill, layer-positions for costs.encoder) fit in `ms`. Before the fit has a sample,
+// `cold` (the engine's old token budget, so that the first steps behave as they did).
+int64_t work_within(const CostFit& fit, double ms, int64_t cold);
+
+// With a target: the rows the batch may hold, counting those being prefilled: the most whose
+// decoding step plus `unit_ms` (one unit of a newcomer's prefill) stays within the target, at
+// least 1 and at most `max_rows`. `max_rows` without a target or before the decode fit has a
+// sample.
+int64_t row_limit(const StepCosts& costs, const TimePolicy& policy, int64_t max_rows, double unit_ms);
+
+}  // namespace lorascope::batching

@@ -1,0 +1,238 @@
+// The budget in time (batching/step_costs.h, time_budget.h) on synthetic cost models, no clocks:
+// the fit recovers a cost line and follows a change, the allowance and the row limit follow their
+// definitions, and a simulated engine under the policy keeps its promises: without a target the
+// rows stay full while requests wait and no step passes the cap (beyond one forced unit); with
+// one, no step passes the target once the costs are known, and every request still finishes.
+#include <QtTest>
+
+#include <algorithm>
+#include <deque>
+#include <random>
+
+#include "batching/prefill_plan.h"
+#include "batching/time_budget.h"
+
+using namespace lorascope::batching;
+
+namespace {
+
+// A t5-small-like machine, in ms: a decoding step of r rows costs 1 + 0.2 r (7.4 at 32 rows), an
+// encoder unit (layer) costs 0.02 per prompt position, 7 units per prompt (6 layers and the
+// cross-attention memory): a 68-token prompt is ~1.3 full decoding steps, as on the CPU.
+constexpr double kDecodeFixed = 1.0, kDecodePerRow = 0.2, kPerLayerPosition = 0.02;
+constexpr int64_t kUnits = 7, kMaxRows = 32;
+
+double decode_ms(int64_t rows) { return rows > 0 ? kDecodeFixed + kDecodePerRow * static_cast<double>(rows) : 0.0; }
+
+struct SimRequest {
+    int64_t prompt = 0, new_tokens = 0;
+    int64_t units_done = 0, generated = 0;
+};
+
+struct SimResult {
+    double queued_row_steps = 0;   // decoding rows summed over the steps with requests queued
+    int64_t queued_steps = 0;
+    int64_t finished = 0;
+    std::vector<double> step_ms;       // of steps with decoding rows, after the first 3
+    std::vector<double> bound_ms;      // what each of those may take: the cap (plus one forced unit) or the target
+};
+
+// Runs `requests` (all arriving at once) through the policy: admission under row_limit, encoder
+// units under the allowance (whole units, first come first served), then every decoding row gets
+// a token. The costs are fed what the model says each piece took, as the engine feeds them clocks.
+SimResult simulate(std::deque<SimRequest> queue, const TimePolicy& policy) {
+    StepCosts costs;
+    std::vector<SimRequest> prefilling, decoding;
+    SimResult out;
+    for (int64_t step = 0; !(queue.empty() && prefilling.empty() && decoding.empty()); ++step) {
+        if (step >= 100000) {
+            QTest::qFail("the simulation does not end", __FILE__, __LINE__);
+            return out;
+        }
+        const int64_t held = static_cast<int64_t>(prefilling.size() + decoding.size());
+        const double front_unit = queue.empty() ? 0.0 : costs.encoder.predict(static_cast<double>(queue.front().prompt));
+        const int64_t limit = std::min(kMaxRows, row_limit(costs, policy, kMaxRows, front_unit));
+        int64_t rows = held;
+        while (!queue.empty() && (rows == 0 || rows < limit)) {
+            prefilling.push_back(queue.front());
+            queue.pop_front();
+            ++rows;
+        }
+        const auto allowance = prefill_allowance(costs, policy, {static_cast<int64_t>(decoding.size()),
+                                                                 static_cast<int64_t>(prefilling.size()), prefilling.empty() ? 0 : 1});
+        const int64_t rows_before_join = static_cast<int64_t>(decoding.size());
+        double prefill_ms = 0, largest_unit = 0;
+        const double budget = allowance.unlimited ? 1e18 : static_cast<double>(work_within(costs.encoder, allowance.ms, 16 * kUnits));
+        double spent = 0;
+        for (auto it = prefilling.begin(); it != prefilling.end();) {
+            while (it->units_done < kUnits) {
+                const double unit = static_cast<double>(it->prompt);
+                const bool first = prefill_ms == 0;
+                if (spent + unit > budget && !(first && allowance.forced)) break;
+                spent += unit;
+                const double ms = kPerLayerPosition * unit;
+                costs.encoder.add(unit, ms);
+                prefill_ms += ms;
+                largest_unit = std::max(largest_unit, ms);
+                ++it->units_done;
+            }
+            if (it->units_done < kUnits) break;   // first come, first served
+            decoding.push_back(*it);
+            it = prefilling.erase(it);
+        }
+        const int64_t r = static_cast<int64_t>(decoding.size());
+        if (r > 0) costs.decode.add(static_cast<double>(r), decode_ms(r));
+        if (!queue.empty()) {
+            out.queued_row_steps += static_cast<double>(r);
+            ++out.queued_steps;
+        }
+        if (step >= 3 && r > 0 && !allowance.unlimited) {
+            out.step_ms.push_back(decode_ms(r) + prefill_ms);
+            // The cap bounds the prefill beside the rows that decoded before; rows that join add
+            // their own decoding (filling them is the point).
+            // Under a target, the allowance counts one newcomer's row: each further one that joins
+            // in the same step adds its row's decoding.
+            const double joined = decode_ms(r) - decode_ms(rows_before_join);
+            const double extra = static_cast<double>(std::max<int64_t>(0, r - rows_before_join - 1)) * kDecodePerRow;
+            out.bound_ms.push_back(policy.target_ms > 0 ? policy.target_ms + extra
+                                                        : std::max(policy.cap_factor * decode_ms(rows_before_join) + joined,
+                                                                   decode_ms(r) + largest_unit));
+        }
+        for (auto& d : decoding) ++d.generated;
+        const auto done = std::remove_if(decoding.begin(), decoding.end(), [](const SimRequest& d) { return d.generated >= d.new_tokens; });
+        out.finished += decoding.end() - done;
+        decoding.erase(done, decoding.end());
+    }
+    return out;
+}
+
+// W6's shape: 128 requests, prompts 8-128, new tokens 8-256, uniform.
+std::deque<SimRequest> w6_like(uint32_t seed) {
+    std::mt19937 gen(seed);
+    std::uniform_int_distribution<int64_t> prompt(8, 128), fresh(8, 256);
+    std::deque<SimRequest> q;
+    for (int i = 0; i < 128; ++i) q.push_back({prompt(gen), fresh(gen)});
+    return q;
+}
+
+}  // namespace
+
+class TestTimeBudget : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void the_fit_recovers_a_line() {
+        CostFit fit;
+        QVERIFY(!fit.ready());
+        for (int i = 0; i < 64; ++i) fit.add(1 + i % 32, 2.0 + 0.5 * (1 + i % 32));
+        QVERIFY(fit.ready());
+        QVERIFY(qAbs(fit.intercept() - 2.0) < 0.05);
+        QVERIFY(qAbs(fit.slope() - 0.5) < 0.005);
+        QVERIFY(qAbs(fit.predict(10) - 7.0) < 0.05);
+        // The largest size within 12 ms: (12 - 2) / 0.5.
+        QVERIFY(qAbs(fit.largest_within(12.0) - 20.0) < 0.2);
+        QCOMPARE(fit.largest_within(1.0), 0.0);   // below the fixed cost
+    }
+
+    void the_fit_follows_a_change_of_machine() {
+        CostFit fit(24);
+        for (int i = 0; i < 64; ++i) fit.add(1 + i % 32, 1.0 + 0.2 * (1 + i % 32));
+        // A neighbour takes half the machine: everything costs twice as much.
+        for (int i = 0; i < 200; ++i) fit.add(1 + i % 32, 2.0 + 0.4 * (1 + i % 32));
+        QVERIFY(qAbs(fit.predict(32) - 14.8) < 0.2);
+    }
+
+    // A batch that stays at one size says nothing about the slope: the fit predicts that size
+    // exactly and scales proportionally elsewhere.
+    void a_constant_size_predicts_itself() {
+        CostFit fit;
+        for (int i = 0; i < 30; ++i) fit.add(32, 8.0);
+        QVERIFY(qAbs(fit.predict(32) - 8.0) < 1e-9);
+        QVERIFY(qAbs(fit.predict(16) - 4.0) < 1e-6);
+    }
+
+    // One step in a neighbour's burst moves the fit no more than a step 3x the prediction would.
+    void an_outlier_moves_the_fit_a_bounded_amount() {
+        CostFit a, b;
+        for (int i = 0; i < 20; ++i) {
+            a.add(32, 8.0);
+            b.add(32, 8.0);
+        }
+        a.add(32, 800.0);
+        b.add(32, 24.0);
+        QVERIFY(qAbs(a.predict(32) - b.predict(32)) < 1e-9);
+        QVERIFY(a.predict(32) < 10.0);
+    }
+
+    void the_allowance_follows_its_definition() {
+        StepCosts costs;
+        for (int r = 1; r <= 32; ++r) costs.decode.add(r, decode_ms(r));
+        TimePolicy cap;
+        QVERIFY(prefill_allowance(costs, cap, {0, 5, 1}).unlimited);    // nobody decodes
+        QVERIFY(prefill_allowance(costs, cap, {4, 4, 1}).unlimited);    // as many wait as decode
+        const auto a = prefill_allowance(costs, cap, {30, 2, 1});
+        QVERIFY(!a.unlimited && a.forced);
+        QVERIFY(qAbs(a.ms - 0.5 * decode_ms(30)) < 0.02);
+        TimePolicy target{6.0};
+        // A target is never unlimited while rows decode; the next newcomer's row is counted.
+        const auto t = prefill_allowance(costs, target, {12, 8, 2});
+        QVERIFY(!t.unlimited && !t.forced);
+        QVERIFY(qAbs(t.ms - (6.0 - decode_ms(14))) < 0.02);
+        QCOMPARE(prefill_allowance(costs, target, {30, 1, 1}).ms, 0.0);  // 7.2 ms of rows: nothing left
+    }
+
+    void the_row_limit_leaves_room_for_one_unit() {
+        StepCosts costs;
+        QCOMPARE(row_limit(costs, TimePolicy{6.0}, 32, 1.0), int64_t(32));   // nothing measured yet
+        for (int r = 1; r <= 32; ++r) costs.decode.add(r, decode_ms(r));
+        QCOMPARE(row_limit(costs, TimePolicy{}, 32, 1.0), int64_t(32));      // no target
+        const int64_t rows = row_limit(costs, TimePolicy{6.0}, 32, 1.0);    // 1 + 0.2 r + 1 <= 6: r <= 20
+        QVERIFY(rows >= 19 && rows <= 20);
+        QCOMPARE(row_limit(costs, TimePolicy{1.5}, 32, 1.0), int64_t(1));    // never below one row
+        QCOMPARE(work_within(costs.encoder, 5.0, 112), int64_t(112));        // not measured: the cold budget
+    }
+
+    // A latency target's plan takes no piece that does not fit; the token budget's takes one.
+    void an_unforced_plan_takes_only_what_fits() {
+        const std::vector<int64_t> remaining{40, 10};
+        QCOMPARE(plan_prefill(remaining, true, 32, 16).pieces.size(), size_t(1));
+        QVERIFY(plan_prefill(remaining, true, 32, 16, false).pieces.empty());
+        QCOMPARE(plan_prefill(remaining, true, 32, 16, false).deferred, int64_t(50));
+        const auto fits = plan_prefill(remaining, true, 32, 42, false);
+        QCOMPARE(fits.pieces.size(), size_t(2));
+        QCOMPARE(fits.tokens, int64_t(42));
+        QVERIFY(plan_prefill(remaining, true, 32, 0, false).pieces.empty());
+    }
+
+    // No target: every freed row is refilled within a few steps, so the batch stays nearly full
+    // while requests wait, and no step passes 1.5x its decoding rows' own time, but for the one
+    // unit that must run when nothing fits.
+    void without_a_target_the_rows_stay_full_under_the_cap() {
+        for (uint32_t seed : {1u, 2u, 3u}) {
+            const SimResult r = simulate(w6_like(seed), TimePolicy{});
+            QCOMPARE(r.finished, int64_t(128));
+            QVERIFY(r.queued_steps > 100);
+            const double rows = r.queued_row_steps / static_cast<double>(r.queued_steps);
+            QVERIFY2(rows >= 0.9 * kMaxRows, qPrintable(QStringLiteral("%1 rows while requests wait").arg(rows)));
+            for (size_t i = 0; i < r.step_ms.size(); ++i) QVERIFY(r.step_ms[i] <= r.bound_ms[i] * (1 + 1e-3) + 1e-6);
+        }
+    }
+
+    // A target of a full batch's decoding step (static batching's per-token time): no step passes
+    // it once the costs are known, fewer rows make room for the newcomers' encoder units, and
+    // every request finishes.
+    void with_a_target_no_step_passes_it() {
+        const TimePolicy target{decode_ms(kMaxRows)};
+        for (uint32_t seed : {1u, 2u, 3u}) {
+            const SimResult r = simulate(w6_like(seed), target);
+            QCOMPARE(r.finished, int64_t(128));
+            QVERIFY(!r.step_ms.empty());
+            for (size_t i = 0; i < r.step_ms.size(); ++i)
+                QVERIFY2(r.step_ms[i] <= r.bound_ms[i] * (1 + 1e-3), qPrintable(QString::number(r.step_ms[i])));
+            const double rows = r.queued_row_steps / static_cast<double>(r.queued_steps);
+            QVERIFY2(rows < kMaxRows && rows > 0.6 * kMaxRows, qPrintable(QStringLiteral("%1 rows while requests wait").arg(rows)));
+        }
+    }
+};
+
+QTEST_APPLESS_MAIN(TestTimeBudget)
+#include "test_time_budget.moc"

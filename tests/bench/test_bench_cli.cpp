@@ -1,0 +1,140 @@
+// `lorascope-cli bench` on the demo pack's T5 under each batching policy (continuous with the
+// budget in time, continuous under a time-per-output-token target, static): every request runs to
+// its length, and the report's request-latency figures (end-to-end, queue, TTFT percentiles,
+// goodput) and rows-while-queued are exactly what its --requests-csv and --steps-csv records give.
+// No timing assertions: whatever the times were, the report must agree with the records.
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "cli_process.h"
+#include "lorascope/bench_report.h"
+
+using namespace lorascope;
+
+namespace {
+
+constexpr int kRequests = 24;
+
+// A CSV file as rows of column -> cell.
+std::vector<std::map<QString, QString>> readCsv(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    const QStringList lines = QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    std::vector<std::map<QString, QString>> rows;
+    if (lines.isEmpty()) return rows;
+    const QStringList header = lines[0].split(QLatin1Char(','));
+    for (int i = 1; i < lines.size(); ++i) {
+        const QStringList cells = lines[i].split(QLatin1Char(','));
+        std::map<QString, QString> row;
+        for (int c = 0; c < header.size() && c < cells.size(); ++c) row[header[c]] = cells[c];
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+double number(const std::map<QString, QString>& row, const char* column) {
+    return row.at(QString::fromLatin1(column)).toDouble();
+}
+
+// Equal up to the last bits that printing and parsing may change.
+bool same(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
+
+}  // namespace
+
+class BenchCliTest : public QObject {
+    Q_OBJECT
+    QTemporaryDir dir_;
+
+private Q_SLOTS:
+    void reportAgreesWithRecords_data() {
+        QTest::addColumn<QStringList>("policy");
+        QTest::newRow("continuous") << QStringList{};
+        QTest::newRow("target") << QStringList{QStringLiteral("--tpot-target-ms"), QStringLiteral("3")};
+        QTest::newRow("static") << QStringList{QStringLiteral("--batching"), QStringLiteral("static")};
+    }
+
+    void reportAgreesWithRecords() {
+        QFETCH(QStringList, policy);
+        const QString workload = dir_.filePath(QStringLiteral("w.json")), steps_csv = dir_.filePath(QStringLiteral("s.csv")),
+                      requests_csv = dir_.filePath(QStringLiteral("r.csv"));
+        std::ofstream(workload.toStdString())
+            << R"({"name": "mix", "params": {"ignore_eos": true},
+                   "synthetic": {"count": 24, "prompt_tokens": [4, 40], "max_new_tokens": [2, 24], "seed": 5}})";
+        const double ttft_target = 60, tpot_target = 4;
+        QStringList args = {QStringLiteral("bench"), QStringLiteral("--demo"), QStringLiteral("--demo-dir"),
+                            QStringLiteral(LORASCOPE_TEST_DEMO_DIR), QStringLiteral("--workload"), workload,
+                            QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--max-batch-size"),
+                            QStringLiteral("8"), QStringLiteral("--steps-csv"), steps_csv, QStringLiteral("--requests-csv"),
+                            requests_csv, QStringLiteral("--goodput-ttft-ms"), QString::number(ttft_target),
+                            QStringLiteral("--goodput-tpot-ms"), QString::number(tpot_target)};
+        const test::CliResult r = test::run_cli_command(args + policy, 240000);
+        QVERIFY2(r.exit_code == 0, r.err.c_str());
+        const QJsonObject report = QJsonDocument::fromJson(QByteArray::fromStdString(r.out)).object();
+        QCOMPARE(report[QStringLiteral("requests")].toInt(), kRequests);
+        QCOMPARE(report[QStringLiteral("failed_requests")].toInt(), 0);
+
+        const auto requests = readCsv(requests_csv);
+        const auto steps = readCsv(steps_csv);
+        QCOMPARE(int(requests.size()), kRequests);
+        QCOMPARE(int(steps.size()), report[QStringLiteral("steps")].toInt());
+        // Tokens: per request, summed, and one per decoding row of each step.
+        int64_t tokens = 0, decoded = 0, queued_steps = 0, queued_rows = 0;
+        std::vector<double> e2e, queue, ttft;
+        int64_t good = 0;
+        std::set<QString> ids, row_ids;
+        for (const auto& q : requests) {
+            QCOMPARE(q.at(QStringLiteral("reason")), QStringLiteral("length"));
+            ids.insert(q.at(QStringLiteral("id")));
+            const int64_t n = q.at(QStringLiteral("tokens")).toLongLong();
+            QVERIFY(n >= 2 && n <= 24);
+            tokens += n;
+            e2e.push_back(number(q, "e2e_ms"));
+            queue.push_back(number(q, "queue_ms"));
+            ttft.push_back(number(q, "ttft_ms"));
+            // Admitted before its first token; the last token is the first plus the rest's gaps.
+            QVERIFY(number(q, "queue_ms") <= number(q, "ttft_ms"));
+            QVERIFY(same(number(q, "e2e_ms"), number(q, "ttft_ms") + number(q, "tpot_ms") * double(n - 1)));
+            good += number(q, "ttft_ms") <= ttft_target && number(q, "tpot_ms") <= tpot_target;
+        }
+        for (const auto& s : steps) {
+            decoded += s.at(QStringLiteral("decode_tokens")).toLongLong();
+            if (s.at(QStringLiteral("queue_depth")).toLongLong() > 0) {
+                ++queued_steps;
+                queued_rows += s.at(QStringLiteral("decode_tokens")).toLongLong();
+            }
+            for (const QString& id : s.at(QStringLiteral("row_requests")).split(QLatin1Char(';'), Qt::SkipEmptyParts))
+                row_ids.insert(id);
+        }
+        QCOMPARE(tokens, int64_t(report[QStringLiteral("generated_tokens")].toInteger()));
+        QCOMPARE(decoded, tokens);
+        QVERIFY(ids == row_ids);
+
+        const QJsonObject e2e_ms = report[QStringLiteral("e2e_ms")].toObject(), queue_ms = report[QStringLiteral("queue_ms")].toObject(),
+                          ttft_ms = report[QStringLiteral("ttft_ms")].toObject();
+        for (const auto& [name, p] : {std::pair<const char*, double>{"p50", 50}, {"p95", 95}, {"p99", 99}}) {
+            QVERIFY2(same(e2e_ms[QLatin1String(name)].toDouble(), percentile(e2e, p)), name);
+            QVERIFY2(same(queue_ms[QLatin1String(name)].toDouble(), percentile(queue, p)), name);
+        }
+        QVERIFY(same(ttft_ms[QStringLiteral("p50")].toDouble(), percentile(ttft, 50)));
+        QVERIFY(same(ttft_ms[QStringLiteral("p95")].toDouble(), percentile(ttft, 95)));
+
+        const QJsonObject goodput = report[QStringLiteral("goodput")].toObject();
+        QCOMPARE(goodput[QStringLiteral("ttft_target_ms")].toDouble(), ttft_target);
+        QCOMPARE(goodput[QStringLiteral("tpot_target_ms")].toDouble(), tpot_target);
+        QCOMPARE(goodput[QStringLiteral("requests")].toInteger(), qint64(good));
+
+        const QJsonObject queued = report[QStringLiteral("rows_while_queued")].toObject();
+        QCOMPARE(queued[QStringLiteral("steps")].toInteger(), qint64(queued_steps));
+        QVERIFY(queued_steps > 0);   // 24 requests at once, 8 rows: the queue holds requests for a while
+        QVERIFY(same(queued[QStringLiteral("mean_decoding_rows")].toDouble(), double(queued_rows) / double(queued_steps)));
+    }
+};
+
+QTEST_GUILESS_MAIN(BenchCliTest)
+#include "test_bench_cli.moc"
