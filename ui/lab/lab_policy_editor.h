@@ -29,7 +29,7 @@ private:
         QString name;
         QComboBox* batching = nullptr;
         QSpinBox *max_batch = nullptr, *max_tokens = nullptr, *prefill_budget = nullptr, *prefill_chunk = nullptr,
-                 *kv_mb = nullptr, *adapter_mb = nullptr;
+                 *kv_mb = nullptr, *adapter_mb = nullptr, *tpot_target = nullptr;
     };
     std::vector<Column> columns_;
 };
