@@ -1,7 +1,9 @@
 #include "tokenizer/unigram_model.h"
 
+#include "tokenizer/spm_model_file.h"
 #include "tokenizer/unicode.h"
 
+#include <cfloat>
 #include <limits>
 
 namespace lorascope::tokenizer {
@@ -11,6 +13,17 @@ uint64_t child_key(int32_t node, unsigned char byte) { return (static_cast<uint6
 constexpr double kUnknownPenalty = 10.0;
 }  // namespace
 
+void UnigramModel::add_to_trie(const std::string& piece, int64_t id) {
+    int32_t node = 0;
+    for (char c : piece) {
+        auto [it, inserted] = children_.emplace(child_key(node, static_cast<unsigned char>(c)),
+                                                static_cast<int32_t>(node_token_.size()));
+        if (inserted) node_token_.push_back(-1);
+        node = it->second;
+    }
+    node_token_[static_cast<size_t>(node)] = id;
+}
+
 UnigramModel::UnigramModel(std::vector<std::pair<std::string, double>> pieces, int64_t unk_id)
     : pieces_(std::move(pieces)), unk_id_(unk_id) {
     double min_score = std::numeric_limits<double>::infinity();
@@ -19,29 +32,43 @@ UnigramModel::UnigramModel(std::vector<std::pair<std::string, double>> pieces, i
         const auto& [piece, score] = pieces_[id];
         min_score = std::min(min_score, score);
         if (!ids_.emplace(piece, static_cast<int64_t>(id)).second || piece.empty()) continue;  // first id wins
-        int32_t node = 0;
-        for (char c : piece) {
-            auto [it, inserted] = children_.emplace(child_key(node, static_cast<unsigned char>(c)),
-                                                    static_cast<int32_t>(node_token_.size()));
-            if (inserted) node_token_.push_back(-1);
-            node = it->second;
-        }
-        node_token_[static_cast<size_t>(node)] = static_cast<int64_t>(id);
+        add_to_trie(piece, static_cast<int64_t>(id));
     }
     unk_score_ = min_score - kUnknownPenalty;
 }
 
-void UnigramModel::encode_word(std::string_view word, std::vector<int64_t>& out) const {
+UnigramModel::UnigramModel(std::vector<std::pair<std::string, double>> pieces, int64_t unk_id, std::vector<int> types)
+    : pieces_(std::move(pieces)), unk_id_(unk_id), sentencepiece_(true), types_(std::move(types)) {
+    // SentencePiece starts the maximum at FLT_MIN (the smallest positive float), so with only
+    // negative scores user-defined pieces score about -0.1.
+    float min_score = FLT_MAX, max_score = FLT_MIN;
+    for (size_t id = 0; id < pieces_.size(); ++id) {
+        const auto& [piece, score] = pieces_[id];
+        ids_.emplace(piece, static_cast<int64_t>(id));
+        const int type = types_[id];
+        if (type == SpmModelFile::Normal) {
+            min_score = std::min(min_score, static_cast<float>(score));
+            max_score = std::max(max_score, static_cast<float>(score));
+        }
+        if (type == SpmModelFile::Normal || type == SpmModelFile::UserDefined || type == SpmModelFile::Unused)
+            add_to_trie(piece, static_cast<int64_t>(id));
+    }
+    max_normal_score_ = max_score;
+    unk_score_ = static_cast<double>(min_score - static_cast<float>(kUnknownPenalty));
+}
+
+// Score is double (tokenizers) or float (SentencePiece keeps each best path's score in a float).
+template <class Score>
+std::vector<UnigramModel::Span> UnigramModel::best_path(std::string_view word) const {
     struct Best {
         int64_t id = -1;
-        double score = 0.0;
+        Score score = 0;
         int64_t starts_at = -1;
     };
     const size_t size = word.size();
     std::vector<Best> best(size + 1);
-    size_t start = 0;
-    while (start < size) {
-        const double base = best[start].score;
+    for (size_t start = 0; start < size;) {
+        const Score base = best[start].score;
         size_t char_len;
         utf8_next(word, start, &char_len);
         bool has_single_char = false;
@@ -53,28 +80,42 @@ void UnigramModel::encode_word(std::string_view word, std::vector<int64_t>& out)
             const int64_t id = node_token_[static_cast<size_t>(node)];
             if (id < 0) continue;
             const size_t key_end = end + 1;
-            const double candidate = base + pieces_[static_cast<size_t>(id)].second;
+            if (sentencepiece_ && types_[static_cast<size_t>(id)] == SpmModelFile::Unused) continue;
+            // SentencePiece adds a double score (its user-defined bonus is length * max - 0.1) to
+            // the float path score and compares in double before storing the sum as a float.
+            double score = pieces_[static_cast<size_t>(id)].second;
+            if (sentencepiece_ && types_[static_cast<size_t>(id)] == SpmModelFile::UserDefined)
+                score = static_cast<double>(static_cast<float>(key_end - start) * max_normal_score_) - 0.1;
+            const double candidate = score + static_cast<double>(base);
             Best& target = best[key_end];
-            if (target.starts_at < 0 || candidate > target.score) target = {id, candidate, static_cast<int64_t>(start)};
+            if (target.starts_at < 0 || candidate > static_cast<double>(target.score))
+                target = {id, static_cast<Score>(candidate), static_cast<int64_t>(start)};
             if (key_end - start == char_len) has_single_char = true;
         }
         if (!has_single_char) {
             Best& target = best[start + char_len];
-            const double candidate = base + unk_score_;
+            const Score candidate = static_cast<Score>(unk_score_) + base;
             if (target.starts_at < 0 || candidate > target.score) target = {unk_id_, candidate, static_cast<int64_t>(start)};
         }
         start += char_len;
     }
-    std::vector<int64_t> reversed;
-    bool previous_unknown = false;
+    std::vector<Span> reversed;
     for (size_t end = size; end > 0;) {
         const Best& node = best[end];
-        const bool unknown = node.id == unk_id_;
-        if (!(unknown && previous_unknown)) reversed.push_back(node.id);  // consecutive unknowns fuse
-        previous_unknown = unknown;
-        end = static_cast<size_t>(node.starts_at);
+        const size_t begin = static_cast<size_t>(node.starts_at);
+        if (node.id == unk_id_ && !reversed.empty() && reversed.back().id == unk_id_) reversed.back().begin = begin;
+        else reversed.push_back({begin, end, node.id});  // consecutive unknowns fuse
+        end = begin;
     }
-    out.insert(out.end(), reversed.rbegin(), reversed.rend());
+    return std::vector<Span>(reversed.rbegin(), reversed.rend());
+}
+
+std::vector<UnigramModel::Span> UnigramModel::segment(std::string_view word) const {
+    return sentencepiece_ ? best_path<float>(word) : best_path<double>(word);
+}
+
+void UnigramModel::encode_word(std::string_view word, std::vector<int64_t>& out) const {
+    for (const Span& span : segment(word)) out.push_back(span.id);
 }
 
 }  // namespace lorascope::tokenizer
