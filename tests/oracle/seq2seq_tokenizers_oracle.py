@@ -19,7 +19,6 @@ so transformers converts the model file on load, as it does for checkpoints publ
 Language-aware records also hold encodings with each of several source languages and as target
 text (tgt_lang; Marian's target model).
 """
-import argparse
 import json
 import os
 import shutil
@@ -32,7 +31,7 @@ import sentencepiece as spm
 from transformers import (AutoTokenizer, MarianTokenizer, MBart50TokenizerFast, NllbTokenizerFast,
                           PegasusTokenizerFast, T5TokenizerFast)
 
-from tokenizer_records import copy_configs, load_corpus, long_input, record
+from tokenizer_records import copy_configs, oracle_start, record
 
 COMMON = dict(num_threads=1, shuffle_input_sentence=False, input_sentence_size=0, minloglevel=2,
               hard_vocab_limit=False, character_coverage=0.9995)
@@ -171,13 +170,7 @@ def record_pegasus(out, corpus, long_text, strings, work):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args()
-    out = os.path.join(args.out, "tokenizers")
-    os.makedirs(out, exist_ok=True)
-    corpus = load_corpus()
-    long_text = long_input(corpus)
+    out, corpus, long_text = oracle_start()
     strings = corpus + FAMILY_STRINGS
     with tempfile.TemporaryDirectory() as work:
         for build in (record_mt5, record_marian, record_mbart50, record_nllb, record_pegasus):

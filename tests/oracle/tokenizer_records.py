@@ -45,6 +45,17 @@ STRESS = [
 ]
 
 
+def oracle_start():
+    """The oracle scripts' common start: --out, its tokenizers/ directory, the corpus, the long input."""
+    import argparse
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    out = os.path.join(parser.parse_args().out, "tokenizers")
+    os.makedirs(out, exist_ok=True)
+    corpus = load_corpus()
+    return out, corpus, long_input(corpus)
+
+
 def load_corpus():
     with open(CORPUS, encoding="utf-8") as f:
         return json.load(f)

@@ -16,7 +16,6 @@ Tokenizers:
     the configs only (transformers converts it on load), under the legacy, add_prefix_space,
     add_bos_token and add_eos_token settings listed in MISTRAL_VARIANTS.
 """
-import argparse
 import json
 import os
 import shutil
@@ -28,7 +27,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_toke
 from transformers import (AutoTokenizer, BartTokenizerFast, BloomTokenizerFast, GPT2TokenizerFast, LlamaTokenizerFast,
                           PreTrainedTokenizerFast, Qwen2TokenizerFast, T5TokenizerFast)
 
-from tokenizer_records import link_dir, load_corpus, long_input, record, shared_tokenizers
+from tokenizer_records import link_dir, oracle_start, record, shared_tokenizers
 
 # BLOOM's tokenizer.json (bigscience/bloom): Split on this pattern (Isolated), then ByteLevel
 # without its own regex; ByteLevel decoder and post-processor.
@@ -184,13 +183,7 @@ def record_split_stress(out):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args()
-    out = os.path.join(args.out, "tokenizers")
-    os.makedirs(out, exist_ok=True)
-    corpus = load_corpus()
-    long_text = long_input(corpus)
+    out, corpus, long_text = oracle_start()
     record_split_stress(out)
 
     for name, build in (("bloom_style", build_bloom_style), ("llama3_style", build_llama3_style),

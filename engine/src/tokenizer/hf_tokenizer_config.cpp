@@ -189,79 +189,45 @@ HfTokenizerConfig read_hf_tokenizer_config(const std::string& dir) {
 }
 
 void apply_family_defaults(HfTokenizerConfig& config) {
-    auto set_default = [&](const char* key, const char* content, bool lstrip = false, bool normalized = false) {
-        if (config.special_tokens.count(key) || config.null_special_tokens.count(key)) return;
+    // Each class's defaults for special tokens the files leave out (not those they set to null).
+    struct Default {
+        TokenizerFamily family;
+        const char* key;
+        const char* content;
+        bool lstrip_normalized = false;  // <mask> of BART, mBART-50 and NLLB swallows the space before it
+    };
+    using F = TokenizerFamily;
+    static const Default kDefaults[] = {
+        {F::T5, "eos_token", "</s>"}, {F::T5, "unk_token", "<unk>"}, {F::T5, "pad_token", "<pad>"},
+        {F::Gpt2, "bos_token", "<|endoftext|>"}, {F::Gpt2, "eos_token", "<|endoftext|>"}, {F::Gpt2, "unk_token", "<|endoftext|>"},
+        {F::Bloom, "bos_token", "<s>"}, {F::Bloom, "eos_token", "</s>"}, {F::Bloom, "unk_token", "<unk>"},
+        {F::Bloom, "pad_token", "<pad>"},
+        {F::Llama, "bos_token", "<s>"}, {F::Llama, "eos_token", "</s>"}, {F::Llama, "unk_token", "<unk>"},
+        {F::Qwen2, "eos_token", "<|endoftext|>"}, {F::Qwen2, "unk_token", "<|endoftext|>"}, {F::Qwen2, "pad_token", "<|endoftext|>"},
+        {F::Pegasus, "pad_token", "<pad>"}, {F::Pegasus, "eos_token", "</s>"}, {F::Pegasus, "unk_token", "<unk>"},
+        {F::Pegasus, "mask_token", "<mask_2>"},
+        {F::Marian, "unk_token", "<unk>"}, {F::Marian, "eos_token", "</s>"}, {F::Marian, "pad_token", "<pad>"},
+    };
+    // BART, mBART-50 and NLLB share fairseq's specials (mBART-50 has no bos_token).
+    static const Default kFairseq[] = {{F::Unknown, "eos_token", "</s>"}, {F::Unknown, "sep_token", "</s>"},
+                                       {F::Unknown, "cls_token", "<s>"},  {F::Unknown, "unk_token", "<unk>"},
+                                       {F::Unknown, "pad_token", "<pad>"}, {F::Unknown, "mask_token", "<mask>", true}};
+    auto set_default = [&](const Default& d) {
+        if (config.special_tokens.count(d.key) || config.null_special_tokens.count(d.key)) return;
         AddedToken token;
-        token.content = content;
+        token.content = d.content;
         token.special = true;
-        token.lstrip = lstrip;
-        token.normalized = normalized;
-        config.special_tokens[key] = token;
+        token.lstrip = token.normalized = d.lstrip_normalized;
+        config.special_tokens[d.key] = token;
     };
-    auto fairseq = [&] {
-        set_default("eos_token", "</s>");
-        set_default("sep_token", "</s>");
-        set_default("cls_token", "<s>");
-        set_default("unk_token", "<unk>");
-        set_default("pad_token", "<pad>");
-    };
-    switch (config.family) {
-        case TokenizerFamily::T5:
-            set_default("eos_token", "</s>");
-            set_default("unk_token", "<unk>");
-            set_default("pad_token", "<pad>");
-            break;
-        case TokenizerFamily::Bart:
-            set_default("bos_token", "<s>");
-            fairseq();
-            // BartTokenizer(Fast) makes <mask> swallow the space before it.
-            set_default("mask_token", "<mask>", /*lstrip=*/true, /*normalized=*/true);
-            break;
-        case TokenizerFamily::Gpt2:
-            set_default("bos_token", "<|endoftext|>");
-            set_default("eos_token", "<|endoftext|>");
-            set_default("unk_token", "<|endoftext|>");
-            break;
-        case TokenizerFamily::Bloom:
-            set_default("bos_token", "<s>");
-            set_default("eos_token", "</s>");
-            set_default("unk_token", "<unk>");
-            set_default("pad_token", "<pad>");
-            break;
-        case TokenizerFamily::Llama:
-            set_default("bos_token", "<s>");
-            set_default("eos_token", "</s>");
-            set_default("unk_token", "<unk>");
-            break;
-        case TokenizerFamily::Qwen2:
-            set_default("eos_token", "<|endoftext|>");
-            set_default("unk_token", "<|endoftext|>");
-            set_default("pad_token", "<|endoftext|>");
-            break;
-        case TokenizerFamily::MBart50:
-            fairseq();
-            set_default("mask_token", "<mask>", /*lstrip=*/true, /*normalized=*/true);
-            break;
-        case TokenizerFamily::Nllb:
-            set_default("bos_token", "<s>");
-            fairseq();
-            set_default("mask_token", "<mask>", /*lstrip=*/true, /*normalized=*/true);
-            break;
-        case TokenizerFamily::Pegasus:
-            set_default("pad_token", "<pad>");
-            set_default("eos_token", "</s>");
-            set_default("unk_token", "<unk>");
-            set_default("mask_token", "<mask_2>");
-            if (!config.mask_token_sent && !config.mask_token_sent_null) config.mask_token_sent = "<mask_1>";
-            break;
-        case TokenizerFamily::Marian:
-            set_default("unk_token", "<unk>");
-            set_default("eos_token", "</s>");
-            set_default("pad_token", "<pad>");
-            break;
-        case TokenizerFamily::Unknown:
-            break;
+    for (const Default& d : kDefaults)
+        if (d.family == config.family) set_default(d);
+    const F f = config.family;
+    if (f == F::Bart || f == F::MBart50 || f == F::Nllb) {
+        for (const Default& d : kFairseq) set_default(d);
+        if (f != F::MBart50) set_default({f, "bos_token", "<s>"});
     }
+    if (f == F::Pegasus && !config.mask_token_sent && !config.mask_token_sent_null) config.mask_token_sent = "<mask_1>";
 }
 
 }  // namespace lorascope::tokenizer

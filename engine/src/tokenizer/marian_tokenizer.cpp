@@ -2,6 +2,7 @@
 
 #include "lorascope/error.h"
 #include "tokenizer/bpe_files.h"
+#include "tokenizer/metaspace_pipeline.h"
 #include "tokenizer/unicode.h"
 
 #include <algorithm>
@@ -179,15 +180,7 @@ std::optional<int64_t> MarianTokenizer::model_token_to_id(const std::string& tok
 std::optional<std::string> MarianTokenizer::token_bytes(int64_t id, bool first) const {
     const std::string* token = token_string(id);
     if (!token) return std::nullopt;
-    std::string text;
-    for (size_t pos = 0; pos < token->size();) {
-        if (token->compare(pos, kMetaspace.size(), kMetaspace) == 0) {
-            text += ' ';
-            pos += kMetaspace.size();
-        } else {
-            text += (*token)[pos++];
-        }
-    }
+    std::string text = metaspace_to_spaces(*token);
     if (first && !text.empty() && text[0] == ' ') text.erase(0, 1);
     return text;
 }

@@ -67,6 +67,20 @@ PrependScheme parse_prepend(const nlohmann::json& config) {
 
 }  // namespace
 
+std::string metaspace_to_spaces(std::string_view piece, bool drop) {
+    std::string text;
+    text.reserve(piece.size());
+    for (size_t pos = 0; pos < piece.size();) {
+        if (piece.compare(pos, kMetaspace.size(), kMetaspace) == 0) {
+            if (!drop) text += ' ';
+            pos += kMetaspace.size();
+        } else {
+            text += piece[pos++];
+        }
+    }
+    return text;
+}
+
 void MetaspacePipeline::add_normalizer(const nlohmann::json& config, const std::string& path) {
     if (config.is_null()) return;
     const std::string type = config.value("type", "");

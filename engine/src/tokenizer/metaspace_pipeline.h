@@ -17,6 +17,9 @@ namespace lorascope::tokenizer {
 
 enum class PrependScheme { Always, First, Never };
 
+// Each U+2581 of a piece as a space (or dropped): what every SentencePiece-style decoder does.
+std::string metaspace_to_spaces(std::string_view piece, bool drop = false);
+
 class MetaspacePipeline {
 public:
     MetaspacePipeline() = default;  // no normalizer, no pre-tokenizer

@@ -1,6 +1,7 @@
 #include "tokenizer/spm_processor.h"
 
 #include "lorascope/error.h"
+#include "tokenizer/metaspace_pipeline.h"
 #include "tokenizer/unicode.h"
 
 namespace lorascope::tokenizer {
@@ -149,14 +150,7 @@ void SpmProcessor::decode_piece(DecodeState& state, const std::string& piece, st
             // Removing extra whitespace removes every leading one, so the next piece may lose its own.
             took_bos_ws = !spec.remove_extra_whitespaces;
         }
-        for (size_t pos = 0; pos < rest.size();) {
-            if (starts_with(rest.substr(pos), kMetaspace)) {
-                decoded += ' ';
-                pos += kMetaspace.size();
-            } else {
-                decoded += rest[pos++];
-            }
-        }
+        decoded = metaspace_to_spaces(rest);
     }
     state.bos_ws_seen = took_bos_ws;
     if (!decoded.empty()) state.text_empty = false;

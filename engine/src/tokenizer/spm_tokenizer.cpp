@@ -13,21 +13,6 @@ namespace {
 
 const std::string kMetaspace = "\xE2\x96\x81";  // U+2581, SentencePiece's word boundary
 
-std::string replace_metaspace(const std::string& token, bool drop) {
-    std::string text;
-    text.reserve(token.size());
-    size_t pos = 0;
-    while (pos < token.size()) {
-        if (token.compare(pos, kMetaspace.size(), kMetaspace) == 0) {
-            if (!drop) text += ' ';
-            pos += kMetaspace.size();
-        } else {
-            text += token[pos++];
-        }
-    }
-    return text;
-}
-
 const nlohmann::json& member(const nlohmann::json& json, const char* key) {
     static const nlohmann::json null;
     return json.contains(key) ? json[key] : null;
@@ -185,8 +170,8 @@ std::optional<std::string> SpmTokenizer::token_bytes(int64_t id, bool first) con
     if (!token) return std::nullopt;
     if (auto byte = fallback_byte(id)) return std::string(1, static_cast<char>(*byte));
     if (decoder_.kind == SpmDecoder::Kind::Metaspace)  // the first token loses every U+2581
-        return replace_metaspace(*token, first && decoder_.drop_first_metaspace);
-    std::string text = replace_metaspace(*token, false);
+        return metaspace_to_spaces(*token, first && decoder_.drop_first_metaspace);
+    std::string text = metaspace_to_spaces(*token);
     if (first && decoder_.strip_first_space && !text.empty() && text[0] == ' ') text.erase(0, 1);
     return text;
 }
