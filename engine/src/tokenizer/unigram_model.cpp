@@ -9,19 +9,54 @@
 namespace lorascope::tokenizer {
 
 namespace {
+
 uint64_t child_key(int32_t node, unsigned char byte) { return (static_cast<uint64_t>(node) << 8) | byte; }
 constexpr double kUnknownPenalty = 10.0;
+
+uint64_t slot_of(uint64_t key, uint64_t mask) { return (key * 0x9E3779B97F4A7C15ull >> 20) & mask; }
+
 }  // namespace
 
-void UnigramModel::add_to_trie(const std::string& piece, int64_t id) {
-    int32_t node = 0;
-    for (char c : piece) {
-        auto [it, inserted] = children_.emplace(child_key(node, static_cast<unsigned char>(c)),
-                                                static_cast<int32_t>(node_token_.size()));
-        if (inserted) node_token_.push_back(-1);
-        node = it->second;
+int32_t UnigramModel::child(int32_t node, unsigned char byte) const {
+    const uint64_t key = child_key(node, byte) + 1;
+    for (uint64_t slot = slot_of(key, child_mask_);; slot = (slot + 1) & child_mask_) {
+        if (child_keys_[slot] == key) return child_nodes_[slot];
+        if (child_keys_[slot] == 0) return -1;
     }
-    node_token_[static_cast<size_t>(node)] = id;
+}
+
+int32_t UnigramModel::add_child(int32_t node, unsigned char byte) {
+    const uint64_t key = child_key(node, byte) + 1;
+    uint64_t slot = slot_of(key, child_mask_);
+    while (child_keys_[slot] != 0 && child_keys_[slot] != key) slot = (slot + 1) & child_mask_;
+    if (child_keys_[slot] == 0) {
+        child_keys_[slot] = key;
+        child_nodes_[slot] = static_cast<int32_t>(node_token_.size());
+        node_token_.push_back(-1);
+    }
+    return child_nodes_[slot];
+}
+
+// The trie of the pieces that can match (every piece, or SentencePiece's normal, user-defined and
+// unused ones), at most half full.
+void UnigramModel::build_trie() {
+    size_t bytes = 1;
+    for (const auto& entry : pieces_) bytes += entry.first.size();
+    size_t capacity = 16;
+    while (capacity < 2 * bytes) capacity *= 2;
+    child_keys_.assign(capacity, 0);
+    child_nodes_.assign(capacity, -1);
+    child_mask_ = capacity - 1;
+    for (size_t id = 0; id < pieces_.size(); ++id) {
+        const std::string& piece = pieces_[id].first;
+        if (piece.empty() || ids_.at(piece) != static_cast<int64_t>(id)) continue;  // first id wins
+        if (sentencepiece_ && types_[id] != SpmModelFile::Normal && types_[id] != SpmModelFile::UserDefined &&
+            types_[id] != SpmModelFile::Unused)
+            continue;
+        int32_t node = 0;
+        for (char c : piece) node = add_child(node, static_cast<unsigned char>(c));
+        node_token_[static_cast<size_t>(node)] = static_cast<int64_t>(id);
+    }
 }
 
 UnigramModel::UnigramModel(std::vector<std::pair<std::string, double>> pieces, int64_t unk_id)
@@ -31,10 +66,10 @@ UnigramModel::UnigramModel(std::vector<std::pair<std::string, double>> pieces, i
     for (size_t id = 0; id < pieces_.size(); ++id) {
         const auto& [piece, score] = pieces_[id];
         min_score = std::min(min_score, score);
-        if (!ids_.emplace(piece, static_cast<int64_t>(id)).second || piece.empty()) continue;  // first id wins
-        add_to_trie(piece, static_cast<int64_t>(id));
+        ids_.emplace(piece, static_cast<int64_t>(id));  // first id wins
     }
     unk_score_ = min_score - kUnknownPenalty;
+    build_trie();
 }
 
 UnigramModel::UnigramModel(std::vector<std::pair<std::string, double>> pieces, int64_t unk_id, std::vector<int> types)
@@ -50,11 +85,10 @@ UnigramModel::UnigramModel(std::vector<std::pair<std::string, double>> pieces, i
             min_score = std::min(min_score, static_cast<float>(score));
             max_score = std::max(max_score, static_cast<float>(score));
         }
-        if (type == SpmModelFile::Normal || type == SpmModelFile::UserDefined || type == SpmModelFile::Unused)
-            add_to_trie(piece, static_cast<int64_t>(id));
     }
     max_normal_score_ = max_score;
     unk_score_ = static_cast<double>(min_score - static_cast<float>(kUnknownPenalty));
+    build_trie();
 }
 
 // Score is double (tokenizers) or float (SentencePiece keeps each best path's score in a float).
@@ -74,9 +108,8 @@ std::vector<UnigramModel::Span> UnigramModel::best_path(std::string_view word) c
         bool has_single_char = false;
         int32_t node = 0;
         for (size_t end = start; end < size; ++end) {
-            auto it = children_.find(child_key(node, static_cast<unsigned char>(word[end])));
-            if (it == children_.end()) break;
-            node = it->second;
+            node = child(node, static_cast<unsigned char>(word[end]));
+            if (node < 0) break;
             const int64_t id = node_token_[static_cast<size_t>(node)];
             if (id < 0) continue;
             const size_t key_end = end + 1;
