@@ -10,6 +10,7 @@ byte fallback), wrapped in transformers' own tokenizer class and saved with save
                                   tokenizer.json / from spiece.model with the configs only
   marian                          MarianTokenizer (slow: SentencePiece itself): source.spm encodes,
                                   target.spm decodes, one joint vocab.json with >>xx<< codes
+  marian_separate                 the same with separate_vocabs (target_vocab.json)
   mbart50_json / mbart50_model    MBart50TokenizerFast: fairseq offset, 52 language codes, <mask>
   nllb_json / nllb_model          NllbTokenizerFast over a SentencePiece BPE: 202 codes
   nllb_legacy_json                the same with legacy_behaviour=True (X </s> [src_lang])
@@ -127,6 +128,24 @@ def record_marian(out, corpus, long_text, strings, work):
     encodes = [{"text": t, "options": {"target": True}, "ids": tok(text_target=t)["input_ids"]} for t in strings]
     codes = [k for k in vocab if k.startswith(">>") and k.endswith("<<")]
     record("marian", tok, saved, strings, long_text, out, encodes=encodes, language_codes=codes)
+
+    # separate_vocabs (some opus-mt pairs): target.spm's pieces in their own target_vocab.json, which
+    # encodes target text and decodes; no language codes.
+    target_vocab = {"</s>": 0, "<unk>": 1}
+    sp = spm.SentencePieceProcessor(model_file=target)
+    for i in range(sp.get_piece_size()):
+        if not sp.is_control(i) and not sp.is_unknown(i):
+            target_vocab.setdefault(sp.id_to_piece(i), len(target_vocab))
+    target_vocab["<pad>"] = len(target_vocab)
+    target_vocab_path = os.path.join(work, "target_vocab.json")
+    with open(target_vocab_path, "w", encoding="utf-8") as f:
+        json.dump(target_vocab, f, ensure_ascii=False)
+    separate = fresh_dir(os.path.join(out, "marian_separate"))
+    MarianTokenizer(source, target, vocab_path, target_vocab_file=target_vocab_path, separate_vocabs=True,
+                    source_lang="en", target_lang="de").save_pretrained(separate)
+    tok = AutoTokenizer.from_pretrained(separate)
+    encodes = [{"text": t, "options": {"target": True}, "ids": tok(text_target=t)["input_ids"]} for t in strings]
+    record("marian_separate", tok, separate, strings, long_text, out, encodes=encodes)
 
 
 def record_mbart50(out, corpus, long_text, strings, work):

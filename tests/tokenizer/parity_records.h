@@ -29,8 +29,8 @@ inline nlohmann::json read_tokenizer_record(const std::string& name) {
 inline const std::vector<std::string>& tokenizer_record_names() {
     static const std::vector<std::string> names = {
         // trained by the oracle
-        "bloom_style", "llama3_style", "qwen2_style", "mt5_json", "mt5_model", "marian", "mbart50_json", "mbart50_model",
-        "nllb_json", "nllb_legacy_json", "nllb_model", "pegasus_json", "pegasus_model",
+        "bloom_style", "llama3_style", "qwen2_style", "mt5_json", "mt5_model", "marian", "marian_separate", "mbart50_json",
+        "mbart50_model", "nllb_json", "nllb_legacy_json", "nllb_model", "pegasus_json", "pegasus_model",
         // real files in ../shared/tokenizers
         "t5", "t5_spiece", "bart_json", "bart_vocab_merges", "gpt2", "mistral_v1_json", "mistral_v1_model",
         "mistral_v1_legacy_json", "mistral_v1_legacy_model", "mistral_v1_prefix_json", "mistral_v1_prefix_model",

@@ -34,8 +34,10 @@ public:
     MarianDecoder(const MarianTokenizer& tok, bool skip_special) : tok_(tok), skip_special_(skip_special) {}
 
     void push(int64_t id, std::string& out) override {
-        if (skip_special_ && tok_.is_special(id)) return;
         const std::string token = tok_.token_for(id);
+        // transformers 4.46's _decode skips by id and again by the token's text: with separate
+        // vocabularies a source-only id reads as <unk> and is skipped too.
+        if (skip_special_ && (tok_.is_special(id) || tok_.is_special_token(token))) return;
         std::string text;
         if (tok_.is_special_token(token)) {
             tok_.target_model().decode_finish(state_, text);
@@ -122,6 +124,7 @@ std::unique_ptr<MarianTokenizer> MarianTokenizer::load(const std::string& dir, H
     if (max_id >= 2 * static_cast<int64_t>(decoding.size()) + 1024 || std::any_of(decoding.begin(), decoding.end(), [](const auto& e) { return e.second < 0; }))
         throw Error(ErrorKind::Format, decode_path, "token ids are negative or run far past the vocabulary's size");
     tok->decoder_.resize(static_cast<size_t>(max_id + 1));
+    for (const auto& [token, id] : tok->encoder_) tok->source_size_ = std::max(tok->source_size_, id + 1);
     for (const auto& [token, id] : decoding) tok->decoder_[static_cast<size_t>(id)] = token;
     if (!config.separate_vocabs) {  // the >>xx<< codes, in vocabulary order
         std::vector<std::pair<int64_t, std::string>> codes;
@@ -167,8 +170,11 @@ bool MarianTokenizer::is_special_token(const std::string& token) const {
 }
 
 const std::string* MarianTokenizer::model_token(int64_t id) const {
-    if (id < 0 || id >= static_cast<int64_t>(decoder_.size()) || decoder_[static_cast<size_t>(id)].empty()) return nullptr;
-    return &decoder_[static_cast<size_t>(id)];
+    if (id < 0) return nullptr;
+    if (id < static_cast<int64_t>(decoder_.size()) && !decoder_[static_cast<size_t>(id)].empty()) return &decoder_[static_cast<size_t>(id)];
+    // The slow tokenizer's decoder.get(id, unk_token): ids of the source vocabulary that the
+    // decoding vocabulary lacks read as <unk>.
+    return id < source_size_ ? &unk_token_ : nullptr;
 }
 
 std::optional<int64_t> MarianTokenizer::model_token_to_id(const std::string& token) const {

@@ -31,7 +31,8 @@ protected:
     void encode_text(std::string_view text, bool at_start, bool target, std::vector<int64_t>& out) const override;
     const std::string* model_token(int64_t id) const override;
     std::optional<int64_t> model_token_to_id(const std::string& token) const override;
-    int64_t model_vocab_size() const override { return static_cast<int64_t>(decoder_.size()); }
+    // Hugging Face counts the source vocabulary (with separate_vocabs, target ids may run past it).
+    int64_t model_vocab_size() const override { return source_size_; }
 
 private:
     MarianTokenizer() = default;
@@ -41,6 +42,7 @@ private:
     std::unordered_map<std::string, int64_t> encoder_, target_encoder_;
     std::vector<std::string> decoder_;  // id -> token ("" where vocab.json has no such id)
     bool separate_vocabs_ = false;
+    int64_t source_size_ = 0;
     std::string unk_token_ = "<unk>";
 };
 
