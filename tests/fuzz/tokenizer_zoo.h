@@ -4,7 +4,8 @@
 // models of the spiece_model seeds (trained by tests/oracle/spm_model_oracle.py) under each model
 // file name and tokenizer class we convert: Llama's tokenizer.model, NLLB's and mBART-50's
 // sentencepiece.bpe.model, Pegasus's spiece.model, and a Marian source.spm / target.spm pair with
-// a joint vocab.json. The real tokenizers in $LORASCOPE_SHARED_TOKENIZERS join when present.
+// a joint vocab.json and with separate vocabularies. The real tokenizers in
+// $LORASCOPE_SHARED_TOKENIZERS join when present.
 #pragma once
 
 #include <filesystem>
@@ -94,6 +95,10 @@ inline std::vector<std::string> tokenizer_zoo() {
     dirs.push_back(zoo_dir("pegasus_model", {{"spiece.model", unigram}, {"tokenizer_config.json", R"({"tokenizer_class": "PegasusTokenizer"})"}}));
     dirs.push_back(zoo_dir("marian", {{"source.spm", unigram}, {"target.spm", tiny}, {"vocab.json", marian_vocab({unigram, tiny})},
                                       {"tokenizer_config.json", R"({"tokenizer_class": "MarianTokenizer"})"}}));
+    // separate_vocabs: target_vocab.json holds target.spm's pieces, source ids may run past it.
+    dirs.push_back(zoo_dir("marian_separate", {{"source.spm", unigram}, {"target.spm", tiny}, {"vocab.json", marian_vocab({unigram})},
+                                               {"target_vocab.json", marian_vocab({tiny})},
+                                               {"tokenizer_config.json", R"({"tokenizer_class": "MarianTokenizer", "separate_vocabs": true})"}}));
     if (const char* shared = std::getenv("LORASCOPE_SHARED_TOKENIZERS"); shared && *shared) {
         for (const char* name : {"t5", "bart", "gpt2"}) {
             const std::string dir = std::string(shared) + "/" + name;
