@@ -1,7 +1,7 @@
 #include "request_json.h"
 
 #include "lorascope/error.h"
-#include "lorascope/params.h"
+#include "lorascope/params_json.h"
 
 namespace lorascope::cli {
 
@@ -34,7 +34,7 @@ Request parse_request(const json& r, const std::string& source) {
     }
     if (r.contains("params")) {
         if (!r["params"].is_object()) throw Error(ErrorKind::InvalidArgument, source, "\"params\" must be an object");
-        request.params = parse_generation_params(r["params"].dump(), source);
+        request.params = generation_params_from_json(r["params"], source);
     }
     return request;
 }
