@@ -6,9 +6,10 @@ set(LORASCOPE_FUZZ_TARGETS
   safetensors_index    # model.safetensors.index.json and the shards it names
   model_config         # config.json + generation_config.json
   adapter              # adapter_config.json + adapter_model.safetensors
-  tokenizer_files      # tokenizer.json, tokenizer_config.json, vocab.json + merges.txt
-  spiece_model         # spiece.model
+  tokenizer_files      # tokenizer.json, tokenizer_config.json, vocab.json + merges.txt, model files
+  spiece_model         # a SentencePiece model under every converter, and Marian's pair
   tokenize             # encode / decode / streaming detokenization, every tokenizer kind
+  split_pattern        # the Llama 3 / Qwen2 / GPT-2 / BLOOM Split matchers against a reference
   jsonl_request        # a JSON Lines request line with its params
   bench_workload       # the bench workload file
   params               # the one parameter parser on deep and huge JSON (lorascope/params.h)

@@ -10,10 +10,12 @@ Sources, all small and all from the repository or from the libraries that define
     the names PEFT saves (the demo's own weights are 50-370 KB each, too big for a seed);
   - the demo pack's tokenizer.json / tokenizer_config.json / vocab.json / merges.txt;
   - spiece.model files trained by SentencePiece (tests/oracle/spm_model_oracle.py's tiny, BPE and
-    byte-fallback models);
-  - tests/data/tokenizer_corpus.json texts for the tokenize target; request lines and workloads
-    as the README and the man page show them; parameter objects and serve's HTTP requests as
-    lorax-client, OpenAI clients and curl send them;
+    byte-fallback models), and the tokenizer files transformers' own classes write for them
+    (LlamaTokenizerFast, MBart50TokenizerFast, PegasusTokenizerFast, MarianTokenizer); the demo BLOOM tokenizer.json re-pointed at the Llama 3 and Qwen2 Split
+    patterns (the oracle's spelling, tests/oracle/tokenizers_oracle.py);
+  - tests/data/tokenizer_corpus.json texts for the tokenize and split_pattern targets, with the
+    oracle's stress strings; request lines and workloads as the README and the man page show them;
+    parameter objects and serve's HTTP requests as lorax-client, OpenAI clients and curl send them;
   - for chat_template: the small templates of tests/oracle/chat_synthetic.py with their context,
     and a few chat layouts written here (ChatML-like, header-like with tools, a refusal). The
     published templates of ../shared/chat-templates are not copied: scripts/fuzz reads them in place.
@@ -116,25 +118,87 @@ def adapter_seeds():
             write("adapter", f"{model}-{name}", SEP.join([cfg_bytes, save(tensors, metadata={"format": "pt"})]))
 
 
+def saved(tok, names=("tokenizer.json", "tokenizer_config.json")):
+    """The files a transformers tokenizer's save_pretrained writes, as tokenizer_files parts."""
+    with tempfile.TemporaryDirectory() as d:
+        tok.save_pretrained(d)
+        return {n: read(d, n) for n in names if os.path.exists(os.path.join(d, n))}
+
+
+def tokenizer_files_seed(name, files):
+    # fuzz_tokenizer_files.cpp's part order; an empty part is an absent file.
+    order = ["tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "tokenizer.model",
+             "sentencepiece.bpe.model", "source.spm", "target.spm"]
+    parts = [files.get(n, b"") for n in order]
+    while parts and not parts[-1]:
+        parts.pop()
+    write("tokenizer_files", name, SEP.join(parts))
+
+
+def byte_level_with_split(pattern, nfc):
+    config = json.loads(read(DEMO, "bloom", "tokenizer.json"))
+    config["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
+    if nfc:
+        config["normalizer"] = {"type": "NFC"}
+    return json.dumps(config, ensure_ascii=False).encode()
+
+
+def spm_tokenizer_seeds(models):
+    from transformers import LlamaTokenizerFast, MarianTokenizer, MBart50TokenizerFast, PegasusTokenizerFast
+    sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
+    from tokenizers_oracle import LLAMA3_SPLIT, QWEN2_SPLIT
+    tokenizer_files_seed("llama3-json", {"tokenizer.json": byte_level_with_split(LLAMA3_SPLIT, False)})
+    tokenizer_files_seed("qwen2-json", {"tokenizer.json": byte_level_with_split(QWEN2_SPLIT, True),
+                                        "tokenizer_config.json": b'{"tokenizer_class": "Qwen2Tokenizer", "bos_token": null}'})
+    bpe, tiny = models["bpe"], models["tiny"]
+    tokenizer_files_seed("llama-json", saved(LlamaTokenizerFast(vocab_file=bpe, legacy=False, add_prefix_space=True)))
+    tokenizer_files_seed("llama-model", {"tokenizer_config.json": b'{"tokenizer_class": "LlamaTokenizer"}',
+                                         "tokenizer.model": read(bpe)})
+    tokenizer_files_seed("nllb-model", {"tokenizer_config.json": b'{"tokenizer_class": "NllbTokenizer", "legacy_behaviour": true}',
+                                        "sentencepiece.bpe.model": read(bpe)})
+    tokenizer_files_seed("mbart50-json", saved(MBart50TokenizerFast(vocab_file=tiny, tgt_lang="ro_RO")))
+    tokenizer_files_seed("pegasus-json", saved(PegasusTokenizerFast(vocab_file=tiny)))
+    with tempfile.TemporaryDirectory() as d:
+        vocab = os.path.join(d, "vocab.json")
+        with open(vocab, "w") as f:
+            json.dump({"</s>": 0, "<unk>": 1, "\u2581": 2, "a": 3, ">>fra<<": 4, "<pad>": 5}, f)
+        files = saved(MarianTokenizer(tiny, tiny, vocab), ("tokenizer_config.json", "vocab.json", "source.spm", "target.spm"))
+    tokenizer_files_seed("marian", files)
+
+
 def tokenizer_seeds():
     bart, bloom = os.path.join(DEMO, "bart"), os.path.join(DEMO, "bloom")
-    write("tokenizer_files", "bloom-json", SEP.join([read(bloom, "tokenizer.json"), read(bloom, "tokenizer_config.json")]))
-    write("tokenizer_files", "bart-json", SEP.join([read(bart, "tokenizer.json"), read(bart, "tokenizer_config.json")]))
-    write("tokenizer_files", "bart-vocab-merges",
-          SEP.join([b"", read(bart, "tokenizer_config.json"), read(bart, "vocab.json"), read(bart, "merges.txt")]))
+    tokenizer_files_seed("bloom-json", {"tokenizer.json": read(bloom, "tokenizer.json"),
+                                        "tokenizer_config.json": read(bloom, "tokenizer_config.json")})
+    tokenizer_files_seed("bart-json", {"tokenizer.json": read(bart, "tokenizer.json"),
+                                       "tokenizer_config.json": read(bart, "tokenizer_config.json")})
+    tokenizer_files_seed("bart-vocab-merges", {"tokenizer_config.json": read(bart, "tokenizer_config.json"),
+                                               "vocab.json": read(bart, "vocab.json"), "merges.txt": read(bart, "merges.txt")})
 
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([sys.executable, os.path.join(ROOT, "tests", "oracle", "spm_model_oracle.py"), "--out", tmp],
                        cwd=os.path.join(ROOT, "tests", "oracle"), check=True, stdout=subprocess.DEVNULL,
                        env=dict(os.environ, LORASCOPE_SHARED_TOKENIZERS=os.path.join(tmp, "absent")))
-        for name in ("tiny", "bpe", "unigram_bytes"):
-            write("spiece_model", name, read(tmp, "spm_model", name + ".model"))
+        models = {name: os.path.join(tmp, "spm_model", name + ".model") for name in ("tiny", "bpe", "unigram_bytes")}
+        for name, path in models.items():
+            write("spiece_model", name, read(path))
+        spm_tokenizer_seeds(models)
 
+    sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
+    from tokenizer_records import STRESS
     with open(os.path.join(ROOT, "tests", "data", "tokenizer_corpus.json"), encoding="utf-8") as f:
         corpus = [t for t in json.load(f) if 0 < len(t.encode()) < 300]
     for i, text in enumerate(corpus[:40]):
         # byte 0 picks the tokenizer, byte 1 the flags (fuzz_tokenize.cpp)
         write("tokenize", f"text-{i:02d}", bytes([i % 7, i % 4]) + text.encode())
+    for i, text in enumerate(STRESS):
+        # every tokenizer of the zoo in turn, with target text and language codes (flags 4 and 8)
+        write("tokenize", f"stress-{i:02d}", bytes([i, (i % 4) | 12 | (i << 4 & 0xF0)]) + text.encode())
+        write("split_pattern", f"stress-{i:02d}", bytes([i % 4]) + text.encode())
+    for i, text in enumerate(corpus[:40:2]):
+        write("split_pattern", f"text-{i:02d}", bytes([i % 4]) + text.encode())
 
 
 def cli_seeds():
@@ -226,7 +290,7 @@ def chat_template_seeds():
 
 def main():
     for t in ("safetensors", "safetensors_index", "model_config", "adapter", "tokenizer_files", "spiece_model",
-              "tokenize", "jsonl_request", "bench_workload", "params", "http_request",
+              "tokenize", "split_pattern", "jsonl_request", "bench_workload", "params", "http_request",
               "chat_template"):
         out_dir.cache[t] = out_dir(t)
     safetensors_seeds()

@@ -1,49 +1,43 @@
 #!/usr/bin/env python3
 """Tokenizer oracle: Hugging Face's own tokenizers encode and decode the corpus.
 
-Writes <out>/tokenizers/<name>.json for each tokenizer: ids with and without special tokens,
-the tokens, decodes with and without skip_special_tokens, decodes of fixed random id sequences,
-and the same for one 100,000-character input built deterministically from the corpus.
+Writes <out>/tokenizers/<name>.json for each tokenizer (format: tokenizer_records.py), and
+<out>/tokenizers/split_stress.json: what HF's Split makes of one-megabyte inputs (SPLIT_STRESS).
 
-Tokenizers: the real files in LORASCOPE_SHARED_TOKENIZERS (t5, bart via tokenizer.json and via
-vocab.json + merges.txt, gpt2), read in place (the oracle dir holds only symlinks to them), and
-a BLOOM-style byte-level BPE trained here with BLOOM's exact pre-tokenizer, decoder and
-post-processor, saved with save_pretrained into <out>/tokenizers/bloom_style/.
+Tokenizers:
+  - byte-level BPEs trained here with HF's own `tokenizers` trainer under the exact pre-tokenizer,
+    normalizer, decoder and post-processor settings of BLOOM, Llama 3 and Qwen2 (their published
+    tokenizer.json files and transformers' converters), saved with save_pretrained into
+    <out>/tokenizers/<name>/;
+  - the real files in LORASCOPE_SHARED_TOKENIZERS, read in place (the oracle dir holds only symlinks
+    to them): t5 (tokenizer.json, and spiece.model alone), bart (tokenizer.json, and vocab.json +
+    merges.txt), gpt2, and Mistral's SentencePiece BPE models (mistral/tokenizer.model.v1 and .v3),
+    each both as the tokenizer.json LlamaTokenizerFast writes for it and as tokenizer.model with
+    the configs only (transformers converts it on load), under the legacy, add_prefix_space,
+    add_bos_token and add_eos_token settings listed in MISTRAL_VARIANTS.
 """
-import argparse
 import json
 import os
-import random
+import shutil
 import sys
 
-import hf_compat  # noqa: F401  (offline env, version record)
+import hf_compat  # offline env, version record
 
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import (BartTokenizerFast, BloomTokenizerFast, GPT2TokenizerFast, T5TokenizerFast)
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from transformers import (AutoTokenizer, BartTokenizerFast, BloomTokenizerFast, GPT2TokenizerFast, LlamaTokenizerFast,
+                          PreTrainedTokenizerFast, Qwen2TokenizerFast, T5TokenizerFast)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CORPUS = os.path.join(HERE, "..", "data", "tokenizer_corpus.json")
-LONG_CHARS = 100_000
-RANDOM_SEQUENCES = 40
+from tokenizer_records import link_dir, oracle_start, record, shared_tokenizers
 
 # BLOOM's tokenizer.json (bigscience/bloom): Split on this pattern (Isolated), then ByteLevel
 # without its own regex; ByteLevel decoder and post-processor.
 BLOOM_SPLIT = " ?[^(\\s|[.,!?…。，、।۔،])]+"
-
-
-def long_input(corpus):
-    """100,000 code points: the corpus joined by separators that vary deterministically."""
-    rng = random.Random(1234)
-    seps = [" ", "\n", "  ", "\t", "", " \n", "\n\n"]
-    parts, total = [], 0
-    while total < LONG_CHARS:
-        s = corpus[rng.randrange(len(corpus))] + seps[rng.randrange(len(seps))]
-        parts.append(s)
-        total += len(s)
-    text = "".join(parts)[:LONG_CHARS]
-    # Never end inside a surrogate-free but split grapheme: code points are what we count.
-    assert len(text) == LONG_CHARS
-    return text
+# Llama 3's and Qwen2's Split patterns, as their published tokenizer.json files and transformers'
+# TikTokenConverter / Qwen2Converter write them: digits by threes, or one at a time.
+LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+               r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
 def build_bloom_style(out_dir, corpus):
@@ -75,100 +69,156 @@ def build_bloom_style(out_dir, corpus):
     return BloomTokenizerFast.from_pretrained(out_dir)
 
 
-def link_dir(out_dir, files):
-    os.makedirs(out_dir, exist_ok=True)
-    for name, target in files.items():
-        path = os.path.join(out_dir, name)
-        if os.path.lexists(path):
-            os.remove(path)
-        os.symlink(target, path)
+
+def train_byte_level(corpus, pattern, special_tokens, vocab_size=3000):
+    """A byte-level BPE trained on the corpus with Split(pattern) + ByteLevel(use_regex=False)."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special_tokens,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(corpus * 3, trainer=trainer)
+    return tok
 
 
-def special_ids(tok):
-    def tid(t):
-        return None if t is None else tok.convert_tokens_to_ids(t)
-    return {"bos": tid(tok.bos_token), "eos": tid(tok.eos_token), "pad": tid(tok.pad_token), "unk": tid(tok.unk_token)}
+def build_llama3_style(out_dir, corpus):
+    # meta-llama/Llama-3.x tokenizer.json: no normalizer, BPE with ignore_merges, Split + ByteLevel,
+    # ByteLevel decoder, post-processor ByteLevel then <|begin_of_text|> $A; the class is
+    # PreTrainedTokenizerFast with clean_up_tokenization_spaces true.
+    specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>", "<|start_header_id|>",
+                "<|end_header_id|>", "<|eot_id|>"]
+    tok = train_byte_level(corpus, LLAMA3_SPLIT, specials)
+    tok.model.ignore_merges = True
+    tok.decoder = decoders.ByteLevel(add_prefix_space=True, trim_offsets=True, use_regex=True)
+    bos = tok.token_to_id("<|begin_of_text|>")
+    tok.post_processor = processors.Sequence([
+        processors.ByteLevel(add_prefix_space=True, trim_offsets=False, use_regex=True),
+        processors.TemplateProcessing(single="<|begin_of_text|> $A", pair="<|begin_of_text|> $A <|begin_of_text|> $B:1",
+                                      special_tokens=[("<|begin_of_text|>", bos)]),
+    ])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|begin_of_text|>", eos_token="<|end_of_text|>",
+                                   clean_up_tokenization_spaces=True)
+    fast.save_pretrained(out_dir)
+    return AutoTokenizer.from_pretrained(out_dir)
 
 
-def record(name, tok, tok_dir, corpus, long_text, out_path):
-    rng = random.Random(sum(map(ord, name)))  # fixed per tokenizer, unlike hash()
-    entries = []
-    for text in corpus:
-        ids = tok.encode(text)
-        entries.append({
-            "text": text,
-            "ids": ids,
-            "ids_no_special": tok.encode(text, add_special_tokens=False),
-            "tokens": tok.convert_ids_to_tokens(ids),
-            "decode": tok.decode(ids),
-            "decode_skip": tok.decode(ids, skip_special_tokens=True),
-        })
-    long_ids = tok.encode(long_text)
-    size = len(tok)
-    random_sequences = []
-    for _ in range(RANDOM_SEQUENCES):
-        ids = [rng.randrange(size) for _ in range(rng.randrange(1, 24))]
-        random_sequences.append({"ids": ids, "decode": tok.decode(ids),
-                                 "decode_skip": tok.decode(ids, skip_special_tokens=True)})
-    data = {
-        "versions": hf_compat.versions(),
-        "class": type(tok).__name__,
-        "dir": tok_dir,
-        "vocab_size": size,
-        "special_ids": special_ids(tok),
-        "clean_up_tokenization_spaces": tok.clean_up_tokenization_spaces,
-        "entries": entries,
-        "long": {"text": long_text, "ids": long_ids, "decode": tok.decode(long_ids),
-                 "decode_skip": tok.decode(long_ids, skip_special_tokens=True)},
-        "random": random_sequences,
-    }
-    with open(out_path, "w", encoding="utf-8") as f:
-        json.dump(data, f, ensure_ascii=False)
-    print(f"{name}: {type(tok).__name__} from {tok_dir}: {len(entries)} strings, long input {len(long_ids)} ids")
+def build_qwen2_style(out_dir, corpus):
+    # Qwen/Qwen2.5 tokenizer.json: NFC normalizer, Split + ByteLevel, ByteLevel decoder and
+    # post-processor, no bos; Qwen2TokenizerFast with <|endoftext|> as pad and <|im_end|> as eos.
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    tok = train_byte_level(corpus, QWEN2_SPLIT, specials)
+    tok.normalizer = normalizers.NFC()
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    fast = Qwen2TokenizerFast(tokenizer_object=tok, unk_token=None, bos_token=None, eos_token="<|im_end|>",
+                              pad_token="<|endoftext|>", errors="replace", clean_up_tokenization_spaces=False)
+    fast.save_pretrained(out_dir)
+    return AutoTokenizer.from_pretrained(out_dir)
+
+
+# name: (model file, LlamaTokenizerFast keyword arguments). Each is recorded twice: "<name>_json" (the
+# directory save_pretrained writes, tokenizer.json included) and "<name>_model" (tokenizer.model
+# with the saved configs only, which transformers converts on load).
+MISTRAL_VARIANTS = {
+    # What `LlamaTokenizerFast(vocab_file=..., legacy=False)` does in 4.46.3: add_prefix_space stays
+    # None, so the converter writes Metaspace(prepend_scheme="never") and no Strip decoder.
+    "mistral_v1": ("tokenizer.model.v1", dict(legacy=False)),
+    "mistral_v1_legacy": ("tokenizer.model.v1", dict(legacy=True)),
+    # add_prefix_space=True: Metaspace(first) (non-legacy) or Prepend + Replace (legacy), and Strip.
+    "mistral_v1_prefix": ("tokenizer.model.v1", dict(legacy=False, add_prefix_space=True)),
+    "mistral_v1_legacy_prefix": ("tokenizer.model.v1", dict(legacy=True, add_prefix_space=True)),
+    # v3: 771 control and user-defined pieces; </s> appended too.
+    "mistral_v3": ("tokenizer.model.v3", dict(legacy=False, add_eos_token=True)),
+}
+
+
+def record_mistral(out, shared, corpus, long_text):
+    mistral = os.path.join(shared, "mistral")
+    if not os.path.isdir(mistral):
+        print(f"{mistral} is absent: the Mistral SentencePiece BPE records are not written")
+        return
+    for name, (model_file, kwargs) in MISTRAL_VARIANTS.items():
+        saved = os.path.join(out, name + "_json")
+        shutil.rmtree(saved, ignore_errors=True)
+        LlamaTokenizerFast(vocab_file=os.path.join(mistral, model_file), **kwargs).save_pretrained(saved)
+        # save_pretrained copied the model file; the record dir points at the shared one instead.
+        link_dir(saved, {"tokenizer.model": os.path.join(mistral, model_file)})
+        record(name + "_json", AutoTokenizer.from_pretrained(saved), saved, corpus, long_text, out)
+        model_only = os.path.join(out, name + "_model")
+        shutil.rmtree(model_only, ignore_errors=True)
+        link_dir(model_only, {"tokenizer.model": os.path.join(mistral, model_file)})
+        for config in ("tokenizer_config.json", "special_tokens_map.json"):
+            shutil.copy(os.path.join(saved, config), os.path.join(model_only, config))
+        record(name + "_model", AutoTokenizer.from_pretrained(model_only), model_only, corpus, long_text, out)
+    # tokenizer.model alone: no class named anywhere, so LlamaTokenizerFast with its defaults (legacy).
+    bare = os.path.join(out, "mistral_v1_bare")
+    shutil.rmtree(bare, ignore_errors=True)
+    link_dir(bare, {"tokenizer.model": os.path.join(mistral, "tokenizer.model.v1")})
+    record("mistral_v1_bare", LlamaTokenizerFast.from_pretrained(bare), bare, corpus, long_text, out)
+
+
+# One-megabyte inputs of one character class and of alternations (unit, repeats): what HF's own
+# Split makes of them (piece count, first and last pieces) with the Llama 3 and Qwen2 patterns.
+SPLIT_STRESS = [("a", 1 << 20), ("1", 1 << 20), (" ", 1 << 20), ("\n", 1 << 20), ("!", 1 << 20),
+                ("a1 !\n", 1 << 18), ("'s", 1 << 19), (" \n", 1 << 19), ("\u00e9", 1 << 19), ("\U0001f600", 1 << 18),
+                ("a  ", (1 << 20) // 3 + 1), ("x\r\n ", 1 << 18)]
+
+
+def record_split_stress(out):
+    patterns = {"llama3": pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated"),
+                "qwen2": pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated")}
+    cases = []
+    for unit, repeat in SPLIT_STRESS:
+        text = unit * repeat
+        case = {"unit": unit, "repeat": repeat, "pieces": {}}
+        for name, pre in patterns.items():
+            pieces = [p for p, _ in pre.pre_tokenize_str(text)]
+            case["pieces"][name] = {"count": len(pieces), "first": pieces[:3], "last": pieces[-3:]}
+        cases.append(case)
+    with open(os.path.join(out, "split_stress.json"), "w", encoding="utf-8") as f:
+        json.dump({"versions": hf_compat.versions(), "cases": cases}, f, ensure_ascii=False)
+    print(f"split_stress: {len(cases)} one-megabyte inputs split by {len(patterns)} patterns")
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args()
-    out = os.path.join(args.out, "tokenizers")
-    os.makedirs(out, exist_ok=True)
-    with open(CORPUS, encoding="utf-8") as f:
-        corpus = json.load(f)
-    long_text = long_input(corpus)
+    out, corpus, long_text = oracle_start()
+    record_split_stress(out)
 
-    bloom_dir = os.path.join(out, "bloom_style")
-    record("bloom_style", build_bloom_style(bloom_dir, corpus), bloom_dir, corpus, long_text,
-           os.path.join(out, "bloom_style.json"))
+    for name, build in (("bloom_style", build_bloom_style), ("llama3_style", build_llama3_style),
+                        ("qwen2_style", build_qwen2_style)):
+        d = os.path.join(out, name)
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        record(name, build(d, corpus), d, corpus, long_text, out)
 
-    shared = os.environ.get("LORASCOPE_SHARED_TOKENIZERS", os.path.join(HERE, "..", "..", "..", "shared", "tokenizers"))
-    shared = os.path.abspath(shared)
+    shared = shared_tokenizers()
     if not os.path.isdir(shared):
-        print(f"shared tokenizer folder {shared} is absent: only the BLOOM-style tokenizer is recorded")
+        print(f"shared tokenizer folder {shared} is absent: only the tokenizers trained here are recorded")
         return
     t5 = os.path.join(shared, "t5")
-    record("t5", T5TokenizerFast.from_pretrained(t5), t5, corpus, long_text, os.path.join(out, "t5.json"))
+    record("t5", T5TokenizerFast.from_pretrained(t5), t5, corpus, long_text, out)
 
     # spiece.model alone: transformers converts it (T5Converter) the way our loader reads it.
     t5_spiece = os.path.join(out, "t5_spiece")
     link_dir(t5_spiece, {"spiece.model": os.path.join(t5, "spiece.model")})
-    record("t5_spiece", T5TokenizerFast.from_pretrained(t5_spiece), t5_spiece, corpus, long_text,
-           os.path.join(out, "t5_spiece.json"))
+    record("t5_spiece", T5TokenizerFast.from_pretrained(t5_spiece), t5_spiece, corpus, long_text, out)
 
     bart = os.path.join(shared, "bart")
-    record("bart_json", BartTokenizerFast.from_pretrained(bart), bart, corpus, long_text,
-           os.path.join(out, "bart_json.json"))
+    record("bart_json", BartTokenizerFast.from_pretrained(bart), bart, corpus, long_text, out)
 
     # vocab.json + merges.txt only (no tokenizer.json), with the config.json a BART checkpoint carries.
     bart_vm = os.path.join(out, "bart_vocab_merges")
     link_dir(bart_vm, {"vocab.json": os.path.join(bart, "vocab.json"), "merges.txt": os.path.join(bart, "merges.txt")})
     with open(os.path.join(bart_vm, "config.json"), "w") as f:
         json.dump({"model_type": "bart"}, f)
-    record("bart_vocab_merges", BartTokenizerFast.from_pretrained(bart_vm), bart_vm, corpus, long_text,
-           os.path.join(out, "bart_vocab_merges.json"))
+    record("bart_vocab_merges", BartTokenizerFast.from_pretrained(bart_vm), bart_vm, corpus, long_text, out)
 
     gpt2 = os.path.join(shared, "gpt2")
-    record("gpt2", GPT2TokenizerFast.from_pretrained(gpt2), gpt2, corpus, long_text, os.path.join(out, "gpt2.json"))
+    record("gpt2", GPT2TokenizerFast.from_pretrained(gpt2), gpt2, corpus, long_text, out)
+
+    record_mistral(out, shared, corpus, long_text)
 
 
 if __name__ == "__main__":

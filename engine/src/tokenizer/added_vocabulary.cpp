@@ -125,14 +125,15 @@ void AddedVocabulary::split_with(const Trie& trie, std::string_view text, std::v
     if (emitted < text.size()) out.push_back({text.substr(emitted), -1});
 }
 
-std::vector<TextSegment> AddedVocabulary::split(std::string_view text) const {
-    std::vector<TextSegment> first;
-    split_with(raw_trie_, text, first);
+std::vector<TextSegment> AddedVocabulary::split_raw(std::string_view text) const {
     std::vector<TextSegment> out;
-    for (const TextSegment& seg : first) {
-        if (seg.token_id >= 0) out.push_back(seg);
-        else split_with(normalized_trie_, seg.text, out);
-    }
+    split_with(raw_trie_, text, out);
+    return out;
+}
+
+std::vector<TextSegment> AddedVocabulary::split_normalized(std::string_view normalized) const {
+    std::vector<TextSegment> out;
+    split_with(normalized_trie_, normalized, out);
     return out;
 }
 

@@ -39,9 +39,11 @@ public:
     void add(const AddedToken& token);
     bool empty() const { return tokens_.empty(); }
 
-    // Splits text the way tokenizers' AddedVocabulary::extract_and_normalize does without a
-    // normalizer: first on non-normalized tokens, then on normalized ones in the remaining text.
-    std::vector<TextSegment> split(std::string_view text) const;
+    // tokenizers' AddedVocabulary::extract_and_normalize in two steps: split_raw finds the
+    // non-normalized tokens in the raw text; each remaining segment is normalized by the caller
+    // and split_normalized finds the normalized tokens in that.
+    std::vector<TextSegment> split_raw(std::string_view text) const;
+    std::vector<TextSegment> split_normalized(std::string_view normalized) const;
 
     std::optional<int64_t> id_of(const std::string& content) const;
     const AddedToken* by_id(int64_t id) const;

@@ -3,14 +3,15 @@
 #include "lorascope/error.h"
 #include "tokenizer/unicode.h"
 
+#include <algorithm>
 #include <queue>
 
 namespace lorascope::tokenizer {
 
 BpeModel::BpeModel(std::unordered_map<std::string, int64_t> vocab,
                    const std::vector<std::pair<std::string, std::string>>& merges, const std::string& path,
-                   bool ignore_merges)
-    : vocab_(std::move(vocab)), ignore_merges_(ignore_merges) {
+                   BpeOptions options)
+    : vocab_(std::move(vocab)), options_(std::move(options)) {
     int64_t max_id = -1;
     for (const auto& [token, id] : vocab_) {
         if (id < 0 || id > 0x7FFFFFFF) throw Error(ErrorKind::Format, path, "token '" + token + "' has an invalid id");
@@ -24,6 +25,20 @@ BpeModel::BpeModel(std::unordered_map<std::string, int64_t> vocab,
     id_to_token_.resize(static_cast<size_t>(max_id + 1));
     for (const auto& [token, id] : vocab_) id_to_token_[static_cast<size_t>(id)] = token;
 
+    if (options_.unk_token) {
+        auto it = vocab_.find(*options_.unk_token);
+        if (it == vocab_.end()) throw Error(ErrorKind::Format, path, "unk_token '" + *options_.unk_token + "' is not in the vocabulary");
+        unk_id_ = it->second;
+    }
+    if (options_.byte_fallback) {
+        byte_ids_.assign(256, -1);
+        static const char kHex[] = "0123456789ABCDEF";
+        for (int b = 0; b < 256; ++b) {
+            const std::string name = std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">";
+            auto it = vocab_.find(name);
+            if (it != vocab_.end()) byte_ids_[static_cast<size_t>(b)] = it->second;
+        }
+    }
     merges_.reserve(merges.size());
     for (size_t rank = 0; rank < merges.size(); ++rank) {
         const auto& [left, right] = merges[rank];
@@ -32,9 +47,8 @@ BpeModel::BpeModel(std::unordered_map<std::string, int64_t> vocab,
             throw Error(ErrorKind::Format, path,
                         "merge " + std::to_string(rank) + " ('" + left + " " + right + "') uses a token missing from the vocabulary");
         }
-        // A repeated pair keeps its first (best) rank.
-        merges_.emplace(pair_key(a->second, b->second),
-                        Merge{static_cast<int32_t>(rank), static_cast<int32_t>(m->second)});
+        // A repeated pair keeps its last rank: tokenizers collects the merges into a hash map.
+        merges_[pair_key(a->second, b->second)] = Merge{static_cast<int32_t>(rank), static_cast<int32_t>(m->second)};
     }
 }
 
@@ -45,16 +59,36 @@ void BpeModel::merge_word(const std::string& word, std::vector<int64_t>& out) co
         bool alive;
     };
     std::vector<Symbol> symbols;
+    auto add = [&symbols](int64_t id) {
+        const int index = static_cast<int>(symbols.size());
+        symbols.push_back({id, index - 1, index + 1, true});
+    };
+    // As tokenizers' BPE::merge_word: a pending unknown is added when a known character follows
+    // (or at the end), so byte tokens of a later character can precede it.
+    int64_t pending_unk = -1;
     size_t pos = 0;
     while (pos < word.size()) {
         size_t len;
         utf8_next(word, pos, &len);
-        auto it = vocab_.find(word.substr(pos, len));
+        const std::string_view ch = std::string_view(word).substr(pos, len);
         pos += len;
-        if (it == vocab_.end()) continue;  // no unk_token in byte-level vocabularies
-        const int index = static_cast<int>(symbols.size());
-        symbols.push_back({it->second, index - 1, index + 1, true});
+        auto it = vocab_.find(std::string(ch));
+        if (it != vocab_.end()) {
+            if (pending_unk >= 0) add(pending_unk);
+            pending_unk = -1;
+            add(it->second);
+            continue;
+        }
+        if (options_.byte_fallback &&
+            std::all_of(ch.begin(), ch.end(), [&](char c) { return byte_ids_[static_cast<unsigned char>(c)] >= 0; })) {
+            for (char c : ch) add(byte_ids_[static_cast<unsigned char>(c)]);
+            continue;
+        }
+        if (unk_id_ < 0) continue;  // no unk_token: the character is dropped (byte-level vocabularies)
+        if (pending_unk >= 0 && !options_.fuse_unk) add(pending_unk);
+        pending_unk = unk_id_;
     }
+    if (pending_unk >= 0) add(pending_unk);
     if (symbols.empty()) return;
     symbols.back().next = -1;
 
@@ -94,7 +128,7 @@ void BpeModel::merge_word(const std::string& word, std::vector<int64_t>& out) co
 }
 
 void BpeModel::encode_word(const std::string& word, std::vector<int64_t>& out) const {
-    if (ignore_merges_) {
+    if (options_.ignore_merges) {
         auto it = vocab_.find(word);
         if (it != vocab_.end()) {
             out.push_back(it->second);

@@ -1,72 +1,28 @@
 #include "tokenizer/bpe_tokenizer.h"
 
 #include "lorascope/error.h"
+#include "tokenizer/bpe_files.h"
+#include "tokenizer/nfc.h"
 #include "tokenizer/unicode.h"
 
 #include <fstream>
 
 namespace lorascope::tokenizer {
 
-namespace {
-
-std::unordered_map<std::string, int64_t> parse_vocab(const nlohmann::json& vocab, const std::string& path) {
-    if (!vocab.is_object()) throw Error(ErrorKind::Format, path, "the BPE vocabulary is not a JSON object");
-    std::unordered_map<std::string, int64_t> out;
-    out.reserve(vocab.size());
-    for (const auto& [token, id] : vocab.items()) {
-        if (!id.is_number_integer()) throw Error(ErrorKind::Format, path, "vocabulary entry '" + token + "' has no integer id");
-        out.emplace(token, id.get<int64_t>());
-    }
-    return out;
-}
-
-std::pair<std::string, std::string> split_merge(const std::string& line, const std::string& path, size_t index) {
-    const size_t space = line.find(' ');
-    if (space == std::string::npos || space == 0 || space + 1 >= line.size() || line.find(' ', space + 1) != std::string::npos)
-        throw Error(ErrorKind::Format, path, "merge " + std::to_string(index) + " ('" + line + "') is not two tokens separated by a space");
-    return {line.substr(0, space), line.substr(space + 1)};
-}
-
-void check_unsupported_model_options(const nlohmann::json& model, const std::string& path) {
-    auto non_empty = [&](const char* key) {
-        return model.contains(key) && model[key].is_string() && !model[key].get<std::string>().empty();
-    };
-    if (non_empty("continuing_subword_prefix") || non_empty("end_of_word_suffix"))
-        throw Error(ErrorKind::Unsupported, path, "BPE with continuing_subword_prefix/end_of_word_suffix is not supported");
-    if (model.value("byte_fallback", false))
-        throw Error(ErrorKind::Unsupported, path, "BPE with byte_fallback is not supported");
-    if (model.contains("dropout") && !model["dropout"].is_null() && model["dropout"].get<double>() != 0.0)
-        throw Error(ErrorKind::Unsupported, path, "BPE dropout is not supported");
-}
-
-}  // namespace
-
 std::unique_ptr<BpeTokenizer> BpeTokenizer::from_tokenizer_json(const std::string& path, const nlohmann::json& json,
                                                                  HfTokenizerConfig config) {
     try {
-        const auto& model = json.at("model");
-        check_unsupported_model_options(model, path);
-        if (json.contains("normalizer") && !json["normalizer"].is_null())
+        const auto& normalizer = json.contains("normalizer") ? json["normalizer"] : nlohmann::json();
+        const bool nfc = normalizer.is_object() && normalizer.value("type", "") == "NFC";
+        if (!normalizer.is_null() && !nfc)
             throw Error(ErrorKind::Unsupported, path,
-                        "normalizer of type '" + json["normalizer"].value("type", "?") + "' is not supported for byte-level BPE");
+                        "normalizer of type '" + normalizer.value("type", "?") + "' is not supported for byte-level BPE (only NFC)");
         const auto& decoder = json.contains("decoder") ? json["decoder"] : nlohmann::json();
         if (!decoder.is_object() || decoder.value("type", "") != "ByteLevel")
             throw Error(ErrorKind::Unsupported, path,
                         "decoder " + (decoder.is_object() ? "of type '" + decoder.value("type", "?") + "'" : std::string("null")) +
                         " is not supported for byte-level BPE (only ByteLevel)");
-
-        std::vector<std::pair<std::string, std::string>> merges;
-        const auto& merges_json = model.at("merges");
-        merges.reserve(merges_json.size());
-        for (size_t i = 0; i < merges_json.size(); ++i) {
-            const auto& m = merges_json[i];
-            // tokenizers < 0.21 writes "a b"; newer releases write ["a", "b"].
-            if (m.is_string()) merges.push_back(split_merge(m.get<std::string>(), path, i));
-            else if (m.is_array() && m.size() == 2) merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
-            else throw Error(ErrorKind::Format, path, "merge " + std::to_string(i) + " is neither \"a b\" nor [a, b]");
-        }
-        auto bpe = std::make_unique<BpeModel>(parse_vocab(model.at("vocab"), path), merges, path,
-                                              model.value("ignore_merges", false));
+        auto bpe = bpe_model_from_json(json.at("model"), path, false);
 
         const auto& pre_json = json.contains("pre_tokenizer") ? json["pre_tokenizer"] : nlohmann::json();
         ByteLevelPreTokenizer pre = ByteLevelPreTokenizer::from_json(pre_json, path);
@@ -75,6 +31,7 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::from_tokenizer_json(const std::strin
             pre = ByteLevelPreTokenizer::gpt2(*config.add_prefix_space);
 
         std::unique_ptr<BpeTokenizer> tok(new BpeTokenizer(std::move(bpe), std::move(pre)));
+        tok->nfc_ = nfc;
         tok->post_ = PostProcessor::from_json(json.contains("post_processor") ? json["post_processor"] : nlohmann::json(), path);
         if (json.contains("added_tokens")) {
             for (const auto& t : json["added_tokens"]) tok->added_.add(added_token_from_json(t));
@@ -87,7 +44,9 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::from_tokenizer_json(const std::strin
         }
         apply_family_defaults(config);
         tok->finish_setup(config);
-        tok->description_ = "byte-level BPE from tokenizer.json (" + tok->pre_.describe() + ", post-processor " +
+        tok->apply_class_post_processor(config);
+        tok->dir_ = path.substr(0, path.rfind('/'));
+        tok->description_ = "byte-level BPE from tokenizer.json (" + std::string(nfc ? "NFC, " : "") + tok->pre_.describe() + ", post-processor " +
                             tok->post_.name + ", family " + to_string(config.family) + ")";
         return tok;
     } catch (const nlohmann::json::exception& e) {
@@ -97,7 +56,7 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::from_tokenizer_json(const std::strin
 
 std::unique_ptr<BpeTokenizer> BpeTokenizer::from_vocab_merges(const std::string& dir, HfTokenizerConfig config) {
     const std::string vocab_path = dir + "/vocab.json", merges_path = dir + "/merges.txt";
-    auto vocab = parse_vocab(read_json_file(vocab_path), vocab_path);
+    auto vocab = parse_bpe_vocab(read_json_file(vocab_path), vocab_path);
 
     std::ifstream in(merges_path, std::ios::binary);
     if (!in) throw Error(ErrorKind::NotFound, merges_path, "cannot open file");
@@ -121,7 +80,7 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::from_vocab_merges(const std::string&
         else if (vocab.count("<|endoftext|>")) config.family = TokenizerFamily::Gpt2;
         else if (vocab.count("<s>") && vocab.count("</s>")) config.family = TokenizerFamily::Bloom;
     }
-    auto bpe = std::make_unique<BpeModel>(std::move(vocab), merges, merges_path, false);
+    auto bpe = std::make_unique<BpeModel>(std::move(vocab), merges, merges_path, BpeOptions{});
     std::unique_ptr<BpeTokenizer> tok(
         new BpeTokenizer(std::move(bpe), ByteLevelPreTokenizer::gpt2(config.add_prefix_space.value_or(false))));
     apply_family_defaults(config);
@@ -136,13 +95,16 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::from_vocab_merges(const std::string&
             tok->post_.name = "RobertaProcessing";
         }
     }
+    tok->dir_ = dir;
     tok->description_ = "byte-level BPE from vocab.json + merges.txt (" + tok->pre_.describe() + ", post-processor " +
                         tok->post_.name + ", family " + to_string(config.family) + ")";
     return tok;
 }
 
-void BpeTokenizer::encode_text(std::string_view text, std::vector<int64_t>& out) const {
-    for (const std::string& piece : pre_.split(text)) model_->encode_word(bytes_to_byte_level(piece), out);
+std::string BpeTokenizer::normalize(std::string_view text) const { return nfc_ ? nfc(text) : std::string(text); }
+
+void BpeTokenizer::encode_text(std::string_view normalized, bool, bool, std::vector<int64_t>& out) const {
+    for (const std::string& piece : pre_.split(normalized)) model_->encode_word(bytes_to_byte_level(piece), out);
 }
 
 const std::string* BpeTokenizer::model_token(int64_t id) const {

@@ -1,6 +1,7 @@
 #include "tokenizer/byte_level.h"
 
 #include "lorascope/error.h"
+#include "tokenizer/split_patterns.h"
 #include "tokenizer/unicode.h"
 
 #include <nlohmann/json.hpp>
@@ -10,96 +11,6 @@
 namespace lorascope::tokenizer {
 
 namespace {
-
-// The two split patterns are matched by hand rather than by a regex engine: std::regex has
-// no \p{..} classes, and these patterns are short enough to follow alternative by alternative.
-const char* const kGpt2Pattern =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-const char* const kBloomPattern = " ?[^(\\s|[.,!?\xE2\x80\xA6\xE3\x80\x82\xEF\xBC\x8C\xE3\x80\x81\xE0\xA5\xA4\xDB\x94\xD8\x8C])]+";
-
-struct Chars {
-    std::vector<char32_t> cp;
-    std::vector<size_t> offset;  // byte offset of each code point, plus the end
-    explicit Chars(std::string_view text) {
-        size_t pos = 0;
-        while (pos < text.size()) {
-            size_t len;
-            cp.push_back(utf8_next(text, pos, &len));
-            offset.push_back(pos);
-            pos += len;
-        }
-        offset.push_back(text.size());
-    }
-    size_t size() const { return cp.size(); }
-};
-
-bool is_other(char32_t c) { return !is_whitespace(c) && !is_letter(c) && !is_number(c); }
-
-// Length (in code points) of GPT-2's pattern matched at i; never zero for a non-empty rest.
-size_t match_gpt2(const Chars& s, size_t i) {
-    const size_t n = s.size();
-    const char32_t c = s.cp[i];
-    if (c == U'\'' && i + 1 < n) {
-        const char32_t a = s.cp[i + 1];
-        if (a == U's' || a == U't' || a == U'm' || a == U'd') return 2;
-        if (i + 2 < n) {
-            const char32_t b = s.cp[i + 2];
-            if ((a == U'r' && b == U'e') || (a == U'v' && b == U'e') || (a == U'l' && b == U'l')) return 3;
-        }
-    }
-    auto run = [&](size_t from, bool (*pred)(char32_t)) {
-        size_t j = from;
-        while (j < n && pred(s.cp[j])) ++j;
-        return j - from;
-    };
-    for (bool (*cls)(char32_t) : {&is_letter, &is_number, &is_other}) {
-        if (c == U' ' && i + 1 < n && cls(s.cp[i + 1])) return 1 + run(i + 1, cls);
-        if (cls(c)) return run(i, cls);
-    }
-    // c is whitespace: \s+(?!\S) backs off one character when non-space follows, else \s+.
-    const size_t len = run(i, &is_whitespace);
-    if (i + len == n || len == 1) return len;
-    return len - 1;
-}
-
-bool is_bloom_excluded(char32_t c) {
-    switch (c) {
-        case U'(': case U')': case U'|': case U'.': case U',': case U'!': case U'?':
-        case U'\u2026': case U'\u3002': case U'\uFF0C': case U'\u3001': case U'\u0964':
-        case U'\u06D4': case U'\u060C':
-            return true;
-        default:
-            return is_whitespace(c);
-    }
-}
-
-// Length of BLOOM's pattern matched at i, or 0 where it does not match.
-size_t match_bloom(const Chars& s, size_t i) {
-    const size_t n = s.size();
-    size_t j = i;
-    if (s.cp[j] == U' ' && j + 1 < n && !is_bloom_excluded(s.cp[j + 1])) ++j;
-    const size_t body = j;
-    while (j < n && !is_bloom_excluded(s.cp[j])) ++j;
-    return j > body ? j - i : 0;
-}
-
-// Split with behaviour Isolated: matches and the runs between them each become a piece.
-void split_isolated(std::string_view text, size_t (*match)(const Chars&, size_t), std::vector<std::string>& out) {
-    const Chars s(text);
-    size_t gap_start = 0, i = 0;
-    while (i < s.size()) {
-        const size_t len = match(s, i);
-        if (len == 0) {
-            ++i;
-            continue;
-        }
-        if (gap_start < i) out.emplace_back(text.substr(s.offset[gap_start], s.offset[i] - s.offset[gap_start]));
-        out.emplace_back(text.substr(s.offset[i], s.offset[i + len] - s.offset[i]));
-        i += len;
-        gap_start = i;
-    }
-    if (gap_start < s.size()) out.emplace_back(text.substr(s.offset[gap_start]));
-}
 
 std::array<std::string, 256> make_byte_to_char() {
     std::array<std::string, 256> table;
@@ -143,8 +54,8 @@ std::string bytes_to_byte_level(std::string_view bytes) {
 
 ByteLevelPreTokenizer ByteLevelPreTokenizer::gpt2(bool add_prefix_space) {
     ByteLevelPreTokenizer p;
-    if (add_prefix_space) p.steps_.push_back(Step::PrefixSpace);
-    p.steps_.push_back(Step::Gpt2Pattern);
+    if (add_prefix_space) p.steps_.push_back(Step{StepKind::PrefixSpace, SplitPattern::Gpt2});
+    p.steps_.push_back(Step{StepKind::Split, SplitPattern::Gpt2});
     return p;
 }
 
@@ -154,18 +65,19 @@ void ByteLevelPreTokenizer::add_json(const nlohmann::json& config, const std::st
         for (const auto& step : config.at("pretokenizers")) add_json(step, path, has_byte_level);
     } else if (type == "ByteLevel") {
         *has_byte_level = true;
-        if (config.value("add_prefix_space", false)) steps_.push_back(Step::PrefixSpace);
-        if (config.value("use_regex", true)) steps_.push_back(Step::Gpt2Pattern);
+        if (config.value("add_prefix_space", false)) steps_.push_back(Step{StepKind::PrefixSpace, SplitPattern::Gpt2});
+        if (config.value("use_regex", true)) steps_.push_back(Step{StepKind::Split, SplitPattern::Gpt2});
     } else if (type == "Split") {
         const auto& pattern = config.at("pattern");
         const std::string regex = pattern.contains("Regex") ? pattern["Regex"].get<std::string>() : std::string();
         const std::string behavior = config.value("behavior", "");
-        if (config.value("invert", false) || behavior != "Isolated" || (regex != kGpt2Pattern && regex != kBloomPattern)) {
+        const auto known = split_pattern_from_regex(regex);
+        if (config.value("invert", false) || behavior != "Isolated" || !known) {
             throw Error(ErrorKind::Unsupported, path,
                         "pre_tokenizer Split with pattern " + pattern.dump() + ", behavior " + behavior +
-                        " is not supported (only GPT-2's and BLOOM's patterns, Isolated, not inverted)");
+                        " is not supported (only the GPT-2, BLOOM, Llama 3 and Qwen2 patterns, Isolated, not inverted)");
         }
-        steps_.push_back(regex == kGpt2Pattern ? Step::Gpt2Pattern : Step::BloomPattern);
+        steps_.push_back(Step{StepKind::Split, *known});
     } else {
         throw Error(ErrorKind::Unsupported, path, "pre_tokenizer of type '" + type + "' is not supported for byte-level BPE");
     }
@@ -187,13 +99,8 @@ std::vector<std::string> ByteLevelPreTokenizer::split(std::string_view text) con
         std::vector<std::string> next;
         next.reserve(pieces.size());
         for (const std::string& piece : pieces) {
-            switch (step) {
-                case Step::PrefixSpace:
-                    next.push_back(!piece.empty() && piece[0] == ' ' ? piece : " " + piece);
-                    break;
-                case Step::Gpt2Pattern: split_isolated(piece, &match_gpt2, next); break;
-                case Step::BloomPattern: split_isolated(piece, &match_bloom, next); break;
-            }
+            if (step.kind == StepKind::PrefixSpace) next.push_back(!piece.empty() && piece[0] == ' ' ? piece : " " + piece);
+            else split_isolated(piece, step.pattern, next);
         }
         pieces.swap(next);
     }
@@ -204,7 +111,7 @@ std::string ByteLevelPreTokenizer::describe() const {
     std::string out;
     for (Step step : steps_) {
         if (!out.empty()) out += " + ";
-        out += step == Step::PrefixSpace ? "prefix space" : step == Step::Gpt2Pattern ? "GPT-2 split" : "BLOOM split";
+        out += step.kind == StepKind::PrefixSpace ? std::string("prefix space") : std::string(split_pattern_name(step.pattern)) + " split";
     }
     return out;
 }

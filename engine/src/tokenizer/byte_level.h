@@ -1,6 +1,9 @@
-// Byte-level pre-tokenization: GPT-2's split pattern, BLOOM's Split pattern, and GPT-2's
-// byte-to-printable-character alphabet that BPE vocabularies are written in.
+// Byte-level pre-tokenization: ByteLevel's own (GPT-2) split, the Split patterns of BLOOM, Llama 3
+// and Qwen2 (split_patterns.h), and GPT-2's byte-to-printable-character alphabet that BPE
+// vocabularies are written in.
 #pragma once
+
+#include "tokenizer/split_patterns.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -24,7 +27,8 @@ public:
     // The pre-tokenizer written by GPT-2/RoBERTa/BART's converters: ByteLevel with its regex.
     static ByteLevelPreTokenizer gpt2(bool add_prefix_space);
     // From tokenizer.json's "pre_tokenizer"; throws Error(Unsupported) naming `path` and the
-    // component for anything but ByteLevel, GPT-2's or BLOOM's Split, or a Sequence of those.
+    // component for anything but ByteLevel, a Split with a pattern of split_patterns.h, or a
+    // Sequence of those.
     static ByteLevelPreTokenizer from_json(const nlohmann::json& config, const std::string& path);
 
     // Splits text into pre-tokens (raw bytes, not yet mapped to byte-level characters).
@@ -32,7 +36,11 @@ public:
     std::string describe() const;
 
 private:
-    enum class Step { PrefixSpace, Gpt2Pattern, BloomPattern };
+    enum class StepKind { PrefixSpace, Split };
+    struct Step {
+        StepKind kind;
+        SplitPattern pattern;
+    };
     void add_json(const nlohmann::json& config, const std::string& path, bool* has_byte_level);
     std::vector<Step> steps_;
 };

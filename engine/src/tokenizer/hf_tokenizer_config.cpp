@@ -29,6 +29,12 @@ const char* to_string(TokenizerFamily family) {
         case TokenizerFamily::Bart: return "bart";
         case TokenizerFamily::Gpt2: return "gpt2";
         case TokenizerFamily::Bloom: return "bloom";
+        case TokenizerFamily::Llama: return "llama";
+        case TokenizerFamily::Qwen2: return "qwen2";
+        case TokenizerFamily::MBart50: return "mbart-50";
+        case TokenizerFamily::Nllb: return "nllb";
+        case TokenizerFamily::Pegasus: return "pegasus";
+        case TokenizerFamily::Marian: return "marian";
         case TokenizerFamily::Unknown: break;
     }
     return "unknown";
@@ -37,15 +43,22 @@ const char* to_string(TokenizerFamily family) {
 TokenizerFamily family_from_names(const std::string& tokenizer_class, const std::string& model_type) {
     std::string cls = tokenizer_class;
     std::transform(cls.begin(), cls.end(), cls.begin(), [](unsigned char c) { return std::tolower(c); });
-    auto starts = [&](const char* prefix) { return cls.rfind(prefix, 0) == 0; };
-    if (starts("t5") || starts("mt5")) return TokenizerFamily::T5;
-    if (starts("bart") || starts("roberta")) return TokenizerFamily::Bart;
-    if (starts("gpt2")) return TokenizerFamily::Gpt2;
-    if (starts("bloom")) return TokenizerFamily::Bloom;
-    if (model_type == "t5" || model_type == "mt5") return TokenizerFamily::T5;
-    if (model_type == "bart" || model_type == "roberta") return TokenizerFamily::Bart;
-    if (model_type == "gpt2") return TokenizerFamily::Gpt2;
-    if (model_type == "bloom") return TokenizerFamily::Bloom;
+    static const std::pair<const char*, TokenizerFamily> kClasses[] = {
+        {"t5", TokenizerFamily::T5}, {"mt5", TokenizerFamily::T5}, {"bart", TokenizerFamily::Bart},
+        {"roberta", TokenizerFamily::Bart}, {"gpt2", TokenizerFamily::Gpt2}, {"bloom", TokenizerFamily::Bloom},
+        {"llama", TokenizerFamily::Llama}, {"codellama", TokenizerFamily::Llama}, {"qwen2", TokenizerFamily::Qwen2},
+        {"mbart50", TokenizerFamily::MBart50}, {"nllb", TokenizerFamily::Nllb}, {"pegasus", TokenizerFamily::Pegasus},
+        {"marian", TokenizerFamily::Marian}};
+    for (const auto& [prefix, family] : kClasses)
+        if (cls.rfind(prefix, 0) == 0) return family;
+    // model_type alone: only where one tokenizer class serves the type (not mbart, m2m_100).
+    static const std::pair<const char*, TokenizerFamily> kTypes[] = {
+        {"t5", TokenizerFamily::T5}, {"mt5", TokenizerFamily::T5}, {"bart", TokenizerFamily::Bart},
+        {"roberta", TokenizerFamily::Bart}, {"gpt2", TokenizerFamily::Gpt2}, {"bloom", TokenizerFamily::Bloom},
+        {"llama", TokenizerFamily::Llama}, {"mistral", TokenizerFamily::Llama}, {"qwen2", TokenizerFamily::Qwen2},
+        {"pegasus", TokenizerFamily::Pegasus}, {"marian", TokenizerFamily::Marian}};
+    for (const auto& [type, family] : kTypes)
+        if (model_type == type) return family;
     return TokenizerFamily::Unknown;
 }
 
@@ -80,8 +93,13 @@ std::optional<AddedToken> parse_token(const nlohmann::json& value, const std::st
 void read_special_tokens(const nlohmann::json& json, const std::string& path, HfTokenizerConfig& config) {
     for (const char* key : kSpecialKeys) {
         if (!json.contains(key)) continue;
-        if (auto token = parse_token(json[key], path)) config.special_tokens[key] = *token;
-        else config.special_tokens.erase(key);
+        if (auto token = parse_token(json[key], path)) {
+            config.special_tokens[key] = *token;
+            config.null_special_tokens.erase(key);
+        } else {
+            config.special_tokens.erase(key);
+            if (json[key].is_null()) config.null_special_tokens.insert(key);
+        }
     }
     if (json.contains("additional_special_tokens") && json["additional_special_tokens"].is_array()) {
         config.additional_special_tokens.clear();
@@ -116,6 +134,28 @@ void read_chat_templates(const nlohmann::json& value, HfTokenizerConfig& config)
     }
 }
 
+// The keyword arguments of the classes beyond BART/T5's that change what a tokenizer does.
+void read_class_options(const nlohmann::json& tc, HfTokenizerConfig& config) {
+    auto flag = [&](const char* key) -> std::optional<bool> {
+        if (tc.contains(key) && tc[key].is_boolean()) return tc[key].get<bool>();
+        return std::nullopt;
+    };
+    auto text = [&](const char* key) -> std::optional<std::string> {
+        if (tc.contains(key) && tc[key].is_string()) return tc[key].get<std::string>();
+        return std::nullopt;
+    };
+    config.legacy = flag("legacy");
+    config.add_bos_token = flag("add_bos_token");
+    config.add_eos_token = flag("add_eos_token");
+    config.legacy_behaviour = flag("legacy_behaviour").value_or(false);
+    config.separate_vocabs = flag("separate_vocabs").value_or(false);
+    config.src_lang = text("src_lang");
+    config.tgt_lang = text("tgt_lang");
+    config.mask_token_sent = text("mask_token_sent");
+    config.mask_token_sent_null = tc.contains("mask_token_sent") && tc["mask_token_sent"].is_null();
+    if (tc.contains("offset") && tc["offset"].is_number_integer()) config.offset = tc["offset"].get<int>();
+}
+
 }  // namespace
 
 HfTokenizerConfig read_hf_tokenizer_config(const std::string& dir) {
@@ -130,7 +170,9 @@ HfTokenizerConfig read_hf_tokenizer_config(const std::string& dir) {
             config.clean_up_tokenization_spaces = tc["clean_up_tokenization_spaces"].get<bool>();
         if (tc.contains("add_prefix_space") && tc["add_prefix_space"].is_boolean())
             config.add_prefix_space = tc["add_prefix_space"].get<bool>();
+        config.add_prefix_space_null = tc.contains("add_prefix_space") && tc["add_prefix_space"].is_null();
         if (tc.contains("extra_ids") && tc["extra_ids"].is_number_integer()) config.extra_ids = tc["extra_ids"].get<int>();
+        read_class_options(tc, config);
         read_special_tokens(tc, tc_path, config);
         if (tc.contains("chat_template")) read_chat_templates(tc["chat_template"], config);
         if (tc.contains("added_tokens_decoder") && tc["added_tokens_decoder"].is_object()) {
@@ -168,45 +210,45 @@ HfTokenizerConfig read_hf_tokenizer_config(const std::string& dir) {
 }
 
 void apply_family_defaults(HfTokenizerConfig& config) {
-    auto set_default = [&](const char* key, const char* content, bool lstrip = false, bool normalized = false) {
-        if (config.special_tokens.count(key)) return;
-        AddedToken token;
-        token.content = content;
-        token.special = true;
-        token.lstrip = lstrip;
-        token.normalized = normalized;
-        config.special_tokens[key] = token;
+    // Each class's defaults for special tokens the files leave out (not those they set to null).
+    struct Default {
+        TokenizerFamily family;
+        const char* key;
+        const char* content;
+        bool lstrip_normalized = false;  // <mask> of BART, mBART-50 and NLLB swallows the space before it
     };
-    switch (config.family) {
-        case TokenizerFamily::T5:
-            set_default("eos_token", "</s>");
-            set_default("unk_token", "<unk>");
-            set_default("pad_token", "<pad>");
-            break;
-        case TokenizerFamily::Bart:
-            set_default("bos_token", "<s>");
-            set_default("eos_token", "</s>");
-            set_default("sep_token", "</s>");
-            set_default("cls_token", "<s>");
-            set_default("unk_token", "<unk>");
-            set_default("pad_token", "<pad>");
-            // BartTokenizer(Fast) makes <mask> swallow the space before it.
-            set_default("mask_token", "<mask>", /*lstrip=*/true, /*normalized=*/true);
-            break;
-        case TokenizerFamily::Gpt2:
-            set_default("bos_token", "<|endoftext|>");
-            set_default("eos_token", "<|endoftext|>");
-            set_default("unk_token", "<|endoftext|>");
-            break;
-        case TokenizerFamily::Bloom:
-            set_default("bos_token", "<s>");
-            set_default("eos_token", "</s>");
-            set_default("unk_token", "<unk>");
-            set_default("pad_token", "<pad>");
-            break;
-        case TokenizerFamily::Unknown:
-            break;
+    using F = TokenizerFamily;
+    static const Default kDefaults[] = {
+        {F::T5, "eos_token", "</s>"}, {F::T5, "unk_token", "<unk>"}, {F::T5, "pad_token", "<pad>"},
+        {F::Gpt2, "bos_token", "<|endoftext|>"}, {F::Gpt2, "eos_token", "<|endoftext|>"}, {F::Gpt2, "unk_token", "<|endoftext|>"},
+        {F::Bloom, "bos_token", "<s>"}, {F::Bloom, "eos_token", "</s>"}, {F::Bloom, "unk_token", "<unk>"},
+        {F::Bloom, "pad_token", "<pad>"},
+        {F::Llama, "bos_token", "<s>"}, {F::Llama, "eos_token", "</s>"}, {F::Llama, "unk_token", "<unk>"},
+        {F::Qwen2, "eos_token", "<|endoftext|>"}, {F::Qwen2, "unk_token", "<|endoftext|>"}, {F::Qwen2, "pad_token", "<|endoftext|>"},
+        {F::Pegasus, "pad_token", "<pad>"}, {F::Pegasus, "eos_token", "</s>"}, {F::Pegasus, "unk_token", "<unk>"},
+        {F::Pegasus, "mask_token", "<mask_2>"},
+        {F::Marian, "unk_token", "<unk>"}, {F::Marian, "eos_token", "</s>"}, {F::Marian, "pad_token", "<pad>"},
+    };
+    // BART, mBART-50 and NLLB share fairseq's specials (mBART-50 has no bos_token).
+    static const Default kFairseq[] = {{F::Unknown, "eos_token", "</s>"}, {F::Unknown, "sep_token", "</s>"},
+                                       {F::Unknown, "cls_token", "<s>"},  {F::Unknown, "unk_token", "<unk>"},
+                                       {F::Unknown, "pad_token", "<pad>"}, {F::Unknown, "mask_token", "<mask>", true}};
+    auto set_default = [&](const Default& d) {
+        if (config.special_tokens.count(d.key) || config.null_special_tokens.count(d.key)) return;
+        AddedToken token;
+        token.content = d.content;
+        token.special = true;
+        token.lstrip = token.normalized = d.lstrip_normalized;
+        config.special_tokens[d.key] = token;
+    };
+    for (const Default& d : kDefaults)
+        if (d.family == config.family) set_default(d);
+    const F f = config.family;
+    if (f == F::Bart || f == F::MBart50 || f == F::Nllb) {
+        for (const Default& d : kFairseq) set_default(d);
+        if (f != F::MBart50) set_default({f, "bos_token", "<s>"});
     }
+    if (f == F::Pegasus && !config.mask_token_sent && !config.mask_token_sent_null) config.mask_token_sent = "<mask_1>";
 }
 
 }  // namespace lorascope::tokenizer

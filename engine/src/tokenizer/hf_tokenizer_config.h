@@ -11,6 +11,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,9 @@ auto interpreting(const std::string& path, Read&& read) -> decltype(read()) {
 }
 bool file_exists(const std::string& path);
 
-enum class TokenizerFamily { Unknown, T5, Bart, Gpt2, Bloom };
+// The Hugging Face tokenizer classes whose behaviour beyond tokenizer.json we mirror (defaults,
+// post-processors, language codes, conversion of model files).
+enum class TokenizerFamily { Unknown, T5, Bart, Gpt2, Bloom, Llama, Qwen2, MBart50, Nllb, Pegasus, Marian };
 const char* to_string(TokenizerFamily family);
 
 struct HfTokenizerConfig {
@@ -42,9 +45,22 @@ struct HfTokenizerConfig {
     std::string model_type;               // config.json
     std::optional<bool> clean_up_tokenization_spaces;
     std::optional<bool> add_prefix_space;
+    // Written as null: the slow class then gets None (falsy) instead of its own default (true), which
+    // matters where transformers converts a model file through the slow class.
+    bool add_prefix_space_null = false;
     std::optional<int> extra_ids;
+    std::optional<bool> legacy;            // Llama/T5: the pre-2023 pipeline (see LlamaConverter)
+    std::optional<bool> add_bos_token, add_eos_token;  // Llama
+    std::optional<std::string> src_lang, tgt_lang;     // mBART-50, NLLB
+    bool legacy_behaviour = false;         // NLLB: X </s> [lang] instead of [lang] X </s>
+    bool separate_vocabs = false;          // Marian: target_vocab.json decodes
+    std::optional<int> offset;             // Pegasus: ids below it are special (103)
+    std::optional<std::string> mask_token_sent;  // Pegasus: <mask_1>; explicitly null stays null
+    bool mask_token_sent_null = false;
     // bos_token, eos_token, unk_token, pad_token, mask_token, sep_token, cls_token.
     std::map<std::string, AddedToken> special_tokens;
+    // Special tokens the files set to null: the class default must not fill them in.
+    std::set<std::string> null_special_tokens;
     std::vector<AddedToken> additional_special_tokens;
     std::vector<AddedToken> added_tokens_decoder;  // with ids
     std::optional<int64_t> decoder_start_token_id; // config.json

@@ -67,6 +67,20 @@ PrependScheme parse_prepend(const nlohmann::json& config) {
 
 }  // namespace
 
+std::string metaspace_to_spaces(std::string_view piece, bool drop) {
+    std::string text;
+    text.reserve(piece.size());
+    for (size_t pos = 0; pos < piece.size();) {
+        if (piece.compare(pos, kMetaspace.size(), kMetaspace) == 0) {
+            if (!drop) text += ' ';
+            pos += kMetaspace.size();
+        } else {
+            text += piece[pos++];
+        }
+    }
+    return text;
+}
+
 void MetaspacePipeline::add_normalizer(const nlohmann::json& config, const std::string& path) {
     if (config.is_null()) return;
     const std::string type = config.value("type", "");
@@ -83,9 +97,14 @@ void MetaspacePipeline::add_normalizer(const nlohmann::json& config, const std::
     } else if (type == "Replace" && config.contains("pattern") && config["pattern"].value("Regex", "") == " {2,}" &&
                config.value("content", "") == kMetaspace) {
         normalizer_.push_back(Step::CollapseSpaces);
+    } else if (type == "Replace" && config.contains("pattern") && config["pattern"].value("String", "") == " " &&
+               config.value("content", "") == kMetaspace) {
+        normalizer_.push_back(Step::ReplaceSpaces);
+    } else if (type == "Prepend" && config.value("prepend", "") == kMetaspace) {
+        normalizer_.push_back(Step::PrependMetaspace);
     } else {
-        throw Error(ErrorKind::Unsupported, path, "normalizer " + (type == "Replace" ? config.dump() : "of type '" + type + "'") +
-                                                      " is not supported with spiece.model");
+        throw Error(ErrorKind::Unsupported, path, "normalizer " + (type == "Replace" || type == "Prepend" ? config.dump() : "of type '" + type + "'") +
+                                                      " is not supported for a SentencePiece-style tokenizer");
     }
 }
 
@@ -103,7 +122,7 @@ void MetaspacePipeline::add_pre_tokenizer(const nlohmann::json& config, const st
         prepend_ = parse_prepend(config);
         split_ = config.value("split", true);
     } else {
-        throw Error(ErrorKind::Unsupported, path, "pre_tokenizer of type '" + type + "' is not supported with spiece.model");
+        throw Error(ErrorKind::Unsupported, path, "pre_tokenizer of type '" + type + "' is not supported for a SentencePiece-style tokenizer");
     }
 }
 
@@ -112,11 +131,14 @@ MetaspacePipeline MetaspacePipeline::from_json(const nlohmann::json& normalizer,
     MetaspacePipeline p;
     p.add_normalizer(normalizer, path);
     p.add_pre_tokenizer(pre_tokenizer, path);
-    if (!p.metaspace_) throw Error(ErrorKind::Unsupported, path, "pre_tokenizer without Metaspace is not supported with spiece.model");
+    // Without Metaspace, spaces reach the model as they are unless the normalizer replaced them.
+    if (p.whitespace_split_ && !p.metaspace_)
+        throw Error(ErrorKind::Unsupported, path, "pre_tokenizer WhitespaceSplit without Metaspace is not supported");
     return p;
 }
 
-MetaspacePipeline MetaspacePipeline::from_spm_converter(const std::string& precompiled_charsmap, const std::string& path) {
+MetaspacePipeline MetaspacePipeline::from_spm_converter(const std::string& precompiled_charsmap, PrependScheme prepend,
+                                                        bool whitespace_split, const std::string& path) {
     MetaspacePipeline p;
     if (!precompiled_charsmap.empty()) {
         p.precompiled_ = std::make_shared<PrecompiledNormalizer>(precompiled_charsmap, path);
@@ -125,6 +147,21 @@ MetaspacePipeline MetaspacePipeline::from_spm_converter(const std::string& preco
     p.normalizer_.push_back(Step::StripRight);
     p.normalizer_.push_back(Step::CollapseSpaces);
     p.metaspace_ = true;
+    p.whitespace_split_ = whitespace_split;
+    p.prepend_ = prepend;
+    return p;
+}
+
+MetaspacePipeline MetaspacePipeline::llama(bool legacy, bool add_prefix_space) {
+    MetaspacePipeline p;
+    if (legacy) {
+        if (add_prefix_space) p.normalizer_.push_back(Step::PrependMetaspace);
+        p.normalizer_.push_back(Step::ReplaceSpaces);
+        return p;
+    }
+    p.metaspace_ = true;
+    p.split_ = false;
+    p.prepend_ = add_prefix_space ? PrependScheme::First : PrependScheme::Never;
     return p;
 }
 
@@ -135,6 +172,19 @@ std::string MetaspacePipeline::normalize(std::string_view text) const {
             case Step::Precompiled: s = precompiled_->normalize(s); break;
             case Step::StripLeft: s.erase(0, leading_whitespace(s)); break;
             case Step::StripRight: s.erase(trailing_whitespace_start(s)); break;
+            case Step::PrependMetaspace:
+                if (!s.empty()) s.insert(0, kMetaspace);
+                break;
+            case Step::ReplaceSpaces: {
+                std::string out;
+                out.reserve(s.size() + s.size() / 2);
+                for (char c : s) {
+                    if (c == ' ') out += kMetaspace;
+                    else out += c;
+                }
+                s.swap(out);
+                break;
+            }
             case Step::CollapseSpaces: {
                 std::string out;
                 out.reserve(s.size());
@@ -154,8 +204,11 @@ std::string MetaspacePipeline::normalize(std::string_view text) const {
     return s;
 }
 
-void MetaspacePipeline::words(std::string_view segment, bool at_text_start, std::vector<std::string>& out) const {
-    const std::string normalized = normalize(segment);
+void MetaspacePipeline::words(std::string_view normalized, bool at_text_start, std::vector<std::string>& out) const {
+    if (!metaspace_) {  // no pre-tokenizer: the normalized text is one word
+        if (!normalized.empty()) out.emplace_back(normalized);
+        return;
+    }
     // WhitespaceSplit: words between runs of whitespace; each remembers whether it starts the input.
     std::vector<std::pair<std::string, bool>> pieces;
     if (whitespace_split_) {
@@ -168,11 +221,11 @@ void MetaspacePipeline::words(std::string_view segment, bool at_text_start, std:
             }
             size_t end = pos;
             while (end < normalized.size() && !is_whitespace(utf8_next(normalized, end, &len))) end += len;
-            pieces.emplace_back(normalized.substr(pos, end - pos), at_text_start && pos == 0);
+            pieces.emplace_back(std::string(normalized.substr(pos, end - pos)), at_text_start && pos == 0);
             pos = end;
         }
     } else if (!normalized.empty()) {
-        pieces.emplace_back(normalized, at_text_start);
+        pieces.emplace_back(std::string(normalized), at_text_start);
     }
     for (auto& [piece, starts_input] : pieces) {
         std::string word;
@@ -199,8 +252,15 @@ void MetaspacePipeline::words(std::string_view segment, bool at_text_start, std:
 
 std::string MetaspacePipeline::describe() const {
     std::string out = precompiled_ ? "Precompiled charsmap" : "no charsmap";
+    for (Step step : normalizer_) {
+        if (step == Step::PrependMetaspace) out += ", Prepend(\u2581)";
+        if (step == Step::ReplaceSpaces) out += ", Replace(' ' -> \u2581)";
+    }
     if (whitespace_split_) out += ", WhitespaceSplit";
-    out += ", Metaspace";
+    if (metaspace_) {
+        out += prepend_ == PrependScheme::Always ? ", Metaspace(always" : prepend_ == PrependScheme::First ? ", Metaspace(first" : ", Metaspace(never";
+        out += split_ ? ")" : ", no split)";
+    }
     return out;
 }
 

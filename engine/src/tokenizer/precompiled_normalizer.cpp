@@ -29,27 +29,48 @@ PrecompiledNormalizer::PrecompiledNormalizer(std::string_view blob, const std::s
     replacements_.assign(blob.data() + 4 + trie_bytes, blob.size() - 4 - trie_bytes);
 }
 
-std::optional<std::string_view> PrecompiledNormalizer::transform(std::string_view chunk) const {
+template <class Visit>
+void PrecompiledNormalizer::walk(std::string_view chunk, Visit&& visit) const {
     size_t node = 0;
     uint32_t unit = trie_[0];
     node ^= offset(unit);
-    for (char ch : chunk) {
-        const unsigned char c = static_cast<unsigned char>(ch);
-        if (c == 0) break;
+    for (size_t i = 0; i < chunk.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(chunk[i]);
+        if (c == 0) return;
         node ^= c;
-        if (node >= trie_.size()) return std::nullopt;
+        if (node >= trie_.size()) return;
         unit = trie_[node];
-        if (label(unit) != c) return std::nullopt;
+        if (label(unit) != c) return;
         node ^= offset(unit);
-        if (node >= trie_.size()) return std::nullopt;
+        if (node >= trie_.size()) return;
         if (has_leaf(unit)) {
             const size_t start = value(trie_[node]);
-            if (start >= replacements_.size()) return std::nullopt;
+            if (start >= replacements_.size()) return;
             const size_t stop = replacements_.find('\0', start);
-            return std::string_view(replacements_).substr(start, (stop == std::string::npos ? replacements_.size() : stop) - start);
+            const auto replacement =
+                std::string_view(replacements_).substr(start, (stop == std::string::npos ? replacements_.size() : stop) - start);
+            if (visit(i + 1, replacement)) return;
         }
     }
-    return std::nullopt;
+}
+
+std::optional<std::string_view> PrecompiledNormalizer::transform(std::string_view chunk) const {
+    std::optional<std::string_view> found;
+    walk(chunk, [&](size_t, std::string_view replacement) {
+        found = replacement;
+        return true;  // the shortest key, as spm_precompiled's common_prefix_search()[0]
+    });
+    return found;
+}
+
+std::optional<std::string_view> PrecompiledNormalizer::longest_prefix(std::string_view text, size_t* length) const {
+    std::optional<std::string_view> found;
+    walk(text, [&](size_t key_length, std::string_view replacement) {
+        found = replacement;
+        *length = key_length;
+        return false;
+    });
+    return found;
 }
 
 std::string PrecompiledNormalizer::normalize(std::string_view text) const {

@@ -1,7 +1,11 @@
 #include "tokenizer/spm_tokenizer.h"
 
 #include "lorascope/error.h"
+#include "tokenizer/bpe_files.h"
+#include "tokenizer/spm_converters.h"
 #include "tokenizer/spm_model_file.h"
+
+#include <nlohmann/json.hpp>
 
 namespace lorascope::tokenizer {
 
@@ -9,132 +13,166 @@ namespace {
 
 const std::string kMetaspace = "\xE2\x96\x81";  // U+2581, SentencePiece's word boundary
 
+const nlohmann::json& member(const nlohmann::json& json, const char* key) {
+    static const nlohmann::json null;
+    return json.contains(key) ? json[key] : null;
+}
+
 }  // namespace
 
-std::unique_ptr<SpmTokenizer> SpmTokenizer::load(const std::string& dir, const nlohmann::json* tokenizer_json,
-                                                 HfTokenizerConfig config) {
-    const std::string model_path = dir + "/spiece.model";
-    SpmModelFile file = SpmModelFile::load(model_path);
-    if (file.trainer.model_type != SpmTrainerSpec::Unigram)
-        throw Error(ErrorKind::Unsupported, model_path, "only Unigram SentencePiece models are supported (this one is type " +
-                                                            std::to_string(file.trainer.model_type) + ")");
-    if (config.family == TokenizerFamily::Unknown) config.family = TokenizerFamily::T5;
-    apply_family_defaults(config);
-    std::vector<std::pair<std::string, double>> pieces = file.pieces;
-    const int64_t piece_count = static_cast<int64_t>(pieces.size());
-
-    std::unique_ptr<SpmTokenizer> tok;
-    if (tokenizer_json) {
-        const std::string path = dir + "/tokenizer.json";
-        try {
-            const nlohmann::json& json = *tokenizer_json;
-            const auto& model = json.at("model");
-            if (model.value("type", "Unigram") != "Unigram")
-                throw Error(ErrorKind::Unsupported, path, "model of type '" + model.value("type", "") + "' next to spiece.model is not supported");
-            if (model.value("byte_fallback", false))
-                throw Error(ErrorKind::Unsupported, path, "Unigram with byte_fallback is not supported");
-            // The file's vocabulary must be spiece.model's; entries past it (T5's <extra_id_N>) join the model.
-            const auto& vocab = model.at("vocab");
-            for (size_t id = 0; id < vocab.size(); ++id) {
-                const std::string piece = vocab[id].at(0).get<std::string>();
-                if (static_cast<int64_t>(id) < piece_count) {
-                    if (piece != pieces[id].first)
-                        throw Error(ErrorKind::Format, path, "vocabulary entry " + std::to_string(id) + " ('" + piece +
-                                                                 "') differs from spiece.model's ('" + pieces[id].first + "')");
-                } else {
-                    pieces.emplace_back(piece, vocab[id].at(1).get<double>());
-                }
-            }
-            auto pipeline = MetaspacePipeline::from_json(json.contains("normalizer") ? json["normalizer"] : nlohmann::json(),
-                                                         json.contains("pre_tokenizer") ? json["pre_tokenizer"] : nlohmann::json(), path);
-            const int64_t unk = model.contains("unk_id") && model["unk_id"].is_number_integer() ? model["unk_id"].get<int64_t>() : file.unk_id;
-            tok.reset(new SpmTokenizer(std::make_unique<UnigramModel>(std::move(pieces), unk), std::move(pipeline)));
-
-            const auto& decoder = json.contains("decoder") ? json["decoder"] : nlohmann::json();
-            if (!decoder.is_object() || decoder.value("type", "") != "Metaspace" || decoder.value("replacement", kMetaspace) != kMetaspace)
-                throw Error(ErrorKind::Unsupported, path, "decoder other than Metaspace(U+2581) is not supported with spiece.model");
-            tok->strip_first_space_ = decoder.contains("prepend_scheme") ? decoder["prepend_scheme"] != "never"
-                                                                         : decoder.value("add_prefix_space", true);
-            tok->post_ = PostProcessor::from_json(json.contains("post_processor") ? json["post_processor"] : nlohmann::json(), path);
-            for (const auto& t : json.value("added_tokens", nlohmann::json::array())) tok->added_.add(added_token_from_json(t));
-        } catch (const nlohmann::json::exception& e) {
-            throw Error(ErrorKind::Format, path, std::string("malformed tokenizer.json: ") + e.what());
-        }
-    } else {
-        // What transformers' T5Converter builds: extra ids follow the pieces in reverse
-        // (<extra_id_0> last) with score 0, control pieces become special added tokens,
-        // user-defined ones plain added tokens, and the post-processor appends </s>.
-        const int extra = config.family == TokenizerFamily::T5 && config.added_tokens_decoder.empty() ? config.extra_ids.value_or(100) : 0;
-        for (int i = extra - 1; i >= 0; --i) pieces.emplace_back("<extra_id_" + std::to_string(i) + ">", 0.0);
-        auto pipeline = MetaspacePipeline::from_spm_converter(file.normalizer.precompiled_charsmap, model_path);
-        tok.reset(new SpmTokenizer(std::make_unique<UnigramModel>(std::move(pieces), file.unk_id), std::move(pipeline)));
-        for (int64_t id = 0; id < piece_count; ++id) {
-            const int type = file.types[static_cast<size_t>(id)];
-            if (type != SpmModelFile::Control && type != SpmModelFile::UserDefined) continue;
-            AddedToken token;
-            token.id = id;
-            token.content = file.pieces[static_cast<size_t>(id)].first;
-            token.special = type == SpmModelFile::Control;
-            tok->added_.add(token);
-        }
-        for (int i = 0; i < extra; ++i) {
-            AddedToken token;
-            token.content = "<extra_id_" + std::to_string(i) + ">";
-            token.id = piece_count + extra - 1 - i;
-            token.special = true;
-            tok->added_.add(token);
-        }
-        auto eos = config.special_tokens.find("eos_token");
-        if (eos != config.special_tokens.end()) {
-            if (auto id = tok->model_token_to_id(eos->second.content)) {
-                tok->post_.suffix = {*id};
-                tok->post_.name = "TemplateProcessing($A </s>)";
-            }
-        }
+SpmDecoder SpmDecoder::from_json(const nlohmann::json& config, const std::string& path) {
+    const std::string type = config.is_object() ? config.value("type", "") : std::string();
+    SpmDecoder d;
+    if (type == "Metaspace" && config.value("replacement", kMetaspace) == kMetaspace) {
+        d.kind = Kind::Metaspace;
+        d.drop_first_metaspace = config.contains("prepend_scheme") ? config["prepend_scheme"] != "never"
+                                                                   : config.value("add_prefix_space", true);
+        return d;
     }
-    tok->finish_setup(config);
-    tok->description_ = std::string("SentencePiece Unigram from spiece.model") +
-                        (tokenizer_json ? " with tokenizer.json's pipeline" : " (converted as transformers does)") + " (" +
-                        tok->pipeline_.describe() + ", post-processor " + tok->post_.name + ", family " +
-                        to_string(config.family) + ")";
+    // LlamaConverter's Sequence: Replace("▁" -> " "), ByteFallback, Fuse, then Strip(" ", 1, 0) or nothing.
+    const nlohmann::json& steps = member(config, "decoders");
+    size_t i = 0;
+    auto next_is = [&](const char* step) { return i < steps.size() && steps[i].value("type", "") == step; };
+    bool ok = type == "Sequence" && steps.is_array() && next_is("Replace") &&
+              member(steps[i], "pattern").value("String", "") == kMetaspace && steps[i].value("content", "") == " ";
+    if (ok) {
+        d.kind = Kind::Fused;
+        ++i;
+        d.byte_fallback = next_is("ByteFallback");
+        if (d.byte_fallback) ++i;
+        ok = next_is("Fuse");
+        ++i;
+        if (ok && next_is("Strip")) {
+            const auto& strip = steps[i++];
+            ok = strip.value("content", "") == " " && strip.value("start", 0) <= 1 && strip.value("stop", 0) == 0;
+            d.strip_first_space = strip.value("start", 0) == 1;
+        }
+        ok = ok && i == steps.size();
+    }
+    if (!ok)
+        throw Error(ErrorKind::Unsupported, path,
+                    "decoder " + config.dump() + " is not supported for a SentencePiece-style tokenizer (Metaspace, or "
+                    "Replace(\\u2581 -> ' ') + ByteFallback + Fuse + Strip(' ', 1, 0))");
+    return d;
+}
+
+std::string SpmDecoder::describe() const {
+    if (kind == Kind::Metaspace) return drop_first_metaspace ? "Metaspace decoder" : "Metaspace decoder (never)";
+    return std::string("Replace") + (byte_fallback ? "+ByteFallback" : "") + "+Fuse" + (strip_first_space ? "+Strip" : "") + " decoder";
+}
+
+void SpmTokenizer::read_json_model(const nlohmann::json& model, const std::string& path) {
+    const std::string type = model.value("type", model.contains("merges") ? "BPE" : "Unigram");
+    if (type == "BPE") {
+        bpe_ = bpe_model_from_json(model, path, true);
+        return;
+    }
+    if (type != "Unigram") throw Error(ErrorKind::Unsupported, path, "model of type '" + type + "' is not supported");
+    if (model.value("byte_fallback", false))
+        throw Error(ErrorKind::Unsupported, path, "Unigram with byte_fallback is not supported");
+    std::vector<std::pair<std::string, double>> pieces;
+    const auto& vocab = model.at("vocab");
+    if (!vocab.is_array() || vocab.empty()) throw Error(ErrorKind::Format, path, "the Unigram vocabulary is not a non-empty list");
+    pieces.reserve(vocab.size());
+    for (const auto& entry : vocab) pieces.emplace_back(entry.at(0).get<std::string>(), entry.at(1).get<double>());
+    const auto& unk = member(model, "unk_id");
+    const int64_t unk_id = unk.is_number_integer() ? unk.get<int64_t>() : -1;
+    if (unk_id < -1 || unk_id >= static_cast<int64_t>(pieces.size()))
+        throw Error(ErrorKind::Format, path, "unk_id " + std::to_string(unk_id) + " is outside the Unigram vocabulary");
+    unigram_ = std::make_unique<UnigramModel>(std::move(pieces), unk_id);
+}
+
+std::unique_ptr<SpmTokenizer> SpmTokenizer::from_tokenizer_json(const std::string& dir, const std::string& path,
+                                                                 const nlohmann::json& json, HfTokenizerConfig config) {
+    return interpreting(path, [&] {
+        std::unique_ptr<SpmTokenizer> tok(new SpmTokenizer(MetaspacePipeline(), SpmDecoder()));
+        tok->read_json_model(json.at("model"), path);
+        tok->pipeline_ = MetaspacePipeline::from_json(member(json, "normalizer"), member(json, "pre_tokenizer"), path);
+        tok->decoder_ = SpmDecoder::from_json(member(json, "decoder"), path);
+        tok->post_ = PostProcessor::from_json(member(json, "post_processor"), path);
+        for (const auto& t : json.value("added_tokens", nlohmann::json::array())) tok->added_.add(added_token_from_json(t));
+        tok->finish(dir, std::move(config), "tokenizer.json");
+        return tok;
+    });
+}
+
+std::unique_ptr<SpmTokenizer> SpmTokenizer::from_model_file(const std::string& dir, const std::string& model_path,
+                                                            HfTokenizerConfig config) {
+    SpmModelFile file = SpmModelFile::load(model_path);
+    if (config.family == TokenizerFamily::Unknown)
+        config.family = model_path.size() >= 15 && model_path.compare(model_path.size() - 15, 15, "tokenizer.model") == 0
+                            ? TokenizerFamily::Llama
+                            : TokenizerFamily::T5;
+    apply_family_defaults(config);
+    SpmConversion c = convert_spm_model(file, config, model_path);
+    std::unique_ptr<SpmTokenizer> tok(new SpmTokenizer(std::move(c.pipeline), c.decoder));
+    if (c.bpe) tok->bpe_ = std::move(c.bpe);
+    else tok->unigram_ = std::make_unique<UnigramModel>(std::move(c.vocab), c.unk_id);
+    tok->post_ = std::move(c.post);
+    int64_t next = tok->model_vocab_size();
+    for (AddedToken& token : c.added) {
+        if (auto id = tok->model_token_to_id(token.content)) token.id = *id;
+        else token.id = next++;
+        tok->added_.add(token);
+    }
+    tok->finish(dir, std::move(config), model_path.substr(model_path.rfind('/') + 1) + " (" + c.converter + ")");
     return tok;
 }
 
-void SpmTokenizer::encode_text(std::string_view text, std::vector<int64_t>& out) const {
+void SpmTokenizer::finish(const std::string& dir, HfTokenizerConfig config, const std::string& source) {
+    apply_family_defaults(config);
+    finish_setup(config);
+    apply_class_post_processor(config);
+    dir_ = dir;
+    description_ = std::string(bpe_ ? "SentencePiece BPE" : "SentencePiece Unigram") + " from " + source + " (" +
+                   pipeline_.describe() + ", " + decoder_.describe() + ", post-processor " + post_.name + ", family " +
+                   to_string(config.family) + ")";
+}
+
+void SpmTokenizer::encode_text(std::string_view normalized, bool at_start, bool, std::vector<int64_t>& out) const {
     std::vector<std::string> words;
-    // Segments split off after an added token do not start the input (matters for prepend "first").
-    pipeline_.words(text, out.empty(), words);
-    for (const std::string& word : words) model_->encode_word(word, out);
+    pipeline_.words(normalized, at_start, words);
+    for (const std::string& word : words) {
+        if (bpe_) bpe_->encode_word(word, out);
+        else unigram_->encode_word(word, out);
+    }
 }
 
 const std::string* SpmTokenizer::model_token(int64_t id) const {
-    if (id < 0 || id >= model_->size()) return nullptr;
-    return &model_->piece(id);
+    if (bpe_) {
+        const auto& tokens = bpe_->id_to_token();
+        if (id < 0 || id >= static_cast<int64_t>(tokens.size()) || tokens[static_cast<size_t>(id)].empty()) return nullptr;
+        return &tokens[static_cast<size_t>(id)];
+    }
+    if (id < 0 || id >= unigram_->size()) return nullptr;
+    return &unigram_->piece(id);
 }
 
 std::optional<int64_t> SpmTokenizer::model_token_to_id(const std::string& token) const {
-    auto it = model_->ids().find(token);
-    if (it == model_->ids().end()) return std::nullopt;
+    const auto& ids = bpe_ ? bpe_->vocab() : unigram_->ids();
+    auto it = ids.find(token);
+    if (it == ids.end()) return std::nullopt;
     return it->second;
+}
+
+int64_t SpmTokenizer::model_vocab_size() const {
+    return bpe_ ? static_cast<int64_t>(bpe_->id_to_token().size()) : unigram_->size();
+}
+
+std::optional<unsigned char> SpmTokenizer::fallback_byte(int64_t id) const {
+    if (!decoder_.byte_fallback) return std::nullopt;
+    const std::string* token = token_string(id);
+    return token ? byte_fallback_value(*token) : std::nullopt;
 }
 
 std::optional<std::string> SpmTokenizer::token_bytes(int64_t id, bool first) const {
     const std::string* token = token_string(id);
     if (!token) return std::nullopt;
-    // tokenizers' Metaspace decoder: every U+2581 becomes a space, and the first token loses one
-    // leading space (the one the encoder prepended).
-    std::string text;
-    text.reserve(token->size());
-    size_t pos = 0;
-    while (pos < token->size()) {
-        if (token->compare(pos, kMetaspace.size(), kMetaspace) == 0) {
-            text += ' ';
-            pos += kMetaspace.size();
-        } else {
-            text += (*token)[pos++];
-        }
-    }
-    if (first && strip_first_space_ && !text.empty() && text[0] == ' ') text.erase(0, 1);
+    if (auto byte = fallback_byte(id)) return std::string(1, static_cast<char>(*byte));
+    if (decoder_.kind == SpmDecoder::Kind::Metaspace)  // the first token loses every U+2581
+        return metaspace_to_spaces(*token, first && decoder_.drop_first_metaspace);
+    std::string text = metaspace_to_spaces(*token);
+    if (first && decoder_.strip_first_space && !text.empty() && text[0] == ' ') text.erase(0, 1);
     return text;
 }
 

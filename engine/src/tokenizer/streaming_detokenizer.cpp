@@ -15,7 +15,7 @@ bool ends_cleanup_context(char c) { return c != ' ' && c != '\'' && c != 'n' && 
 
 StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer, bool skip_special_tokens,
                                            std::vector<int64_t> context_ids)
-    : tokenizer_(tokenizer), skip_special_(skip_special_tokens) {
+    : tokenizer_(tokenizer), decoder_(tokenizer.make_decoder(skip_special_tokens)) {
     suppress_ = true;
     for (int64_t id : context_ids) push(id);
     suppress_ = false;
@@ -24,16 +24,15 @@ StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer, bool skip
 
 std::string StreamingDetokenizer::push(int64_t id) {
     ids_.push_back(id);
-    if (skip_special_ && tokenizer_.is_special(id)) return {};
-    auto piece = tokenizer_.token_bytes(id, !seen_first_);
-    if (!piece) return {};
-    seen_first_ = true;
-    pending_bytes_ += *piece;
+    decoder_->push(id, pending_bytes_);
     std::string out = take_stable_text(false);
     return suppress_ ? std::string() : out;
 }
 
-std::string StreamingDetokenizer::finish() { return take_stable_text(true); }
+std::string StreamingDetokenizer::finish() {
+    decoder_->finish(pending_bytes_);
+    return take_stable_text(true);
+}
 
 std::string StreamingDetokenizer::take_stable_text(bool final) {
     // Bytes to text up to the start of an incomplete UTF-8 sequence, which later bytes may complete.

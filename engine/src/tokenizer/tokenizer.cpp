@@ -4,8 +4,11 @@
 
 #include "lorascope/error.h"
 #include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/marian_tokenizer.h"
 #include "tokenizer/spm_tokenizer.h"
 #include "tokenizer/unicode.h"
+
+#include <algorithm>
 
 #include <sys/stat.h>
 
@@ -15,22 +18,31 @@ const char* to_string(TokenizerKind kind) {
     switch (kind) {
         case TokenizerKind::SentencePiece: return "sentencepiece";
         case TokenizerKind::ByteLevelBpe: return "byte-level-bpe";
+        case TokenizerKind::SentencePieceBpe: return "sentencepiece-bpe";
+        case TokenizerKind::SentencePiecePair: return "sentencepiece-pair";
     }
     return "unknown";
 }
 
+std::vector<int64_t> Tokenizer::encode(const std::string& text, bool add_special_tokens) const {
+    EncodeOptions options;
+    options.add_special_tokens = add_special_tokens;
+    return encode(text, options);
+}
+
 std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const {
+    const auto decoder = make_decoder(skip_special_tokens);
     std::string bytes;
-    bool first = true;
-    for (int64_t id : ids) {
-        if (skip_special_tokens && is_special(id)) continue;
-        auto piece = token_bytes(id, first);
-        if (!piece) continue;  // unknown ids are dropped, as tokenizers does
-        bytes += *piece;
-        first = false;
-    }
+    for (int64_t id : ids) decoder->push(id, bytes);
+    decoder->finish(bytes);
     std::string text = tokenizer::utf8_lossy(bytes);
     return clean_up_tokenization_spaces() ? clean_up_tokenization(text) : text;
+}
+
+std::optional<int64_t> Tokenizer::language_token_id(const std::string& code) const {
+    const auto& codes = language_codes();
+    if (std::find(codes.begin(), codes.end(), code) == codes.end()) return std::nullopt;
+    return token_to_id(code);
 }
 
 std::string Tokenizer::clean_up_tokenization(const std::string& text) {
@@ -56,6 +68,45 @@ std::string Tokenizer::clean_up_tokenization(const std::string& text) {
     return out;
 }
 
+namespace {
+
+using tokenizer::HfTokenizerConfig;
+using tokenizer::TokenizerFamily;
+
+std::unique_ptr<Tokenizer> from_tokenizer_json(const std::string& dir, HfTokenizerConfig config) {
+    using namespace tokenizer;
+    const std::string json_path = dir + "/tokenizer.json";
+    const nlohmann::json json = read_json_file(json_path);
+    if (!json.is_object() || !json.contains("model") || !json["model"].is_object())
+        throw Error(ErrorKind::Format, json_path, "no \"model\" object");
+    // Older files omit model.type: a BPE model has merges, a Unigram model a list of [piece, score].
+    std::string type = json["model"].contains("type") && json["model"]["type"].is_string()
+                           ? json["model"]["type"].get<std::string>()
+                           : std::string();
+    if (type.empty() && json["model"].contains("merges")) type = "BPE";
+    if (type.empty() && json["model"].contains("vocab") && json["model"]["vocab"].is_array()) type = "Unigram";
+    // Byte-level BPE says so in its pre-tokenizer or decoder; other BPE is SentencePiece-style.
+    const bool byte_level = (json.contains("pre_tokenizer") && json["pre_tokenizer"].dump().find("\"ByteLevel\"") != std::string::npos) ||
+                            (json.contains("decoder") && json["decoder"].dump().find("\"ByteLevel\"") != std::string::npos);
+    if (type == "BPE" && byte_level)
+        return interpreting(json_path, [&] { return BpeTokenizer::from_tokenizer_json(json_path, json, std::move(config)); });
+    if (type == "BPE" || type == "Unigram") return SpmTokenizer::from_tokenizer_json(dir, json_path, json, std::move(config));
+    throw Error(ErrorKind::Unsupported, json_path, "model of type '" + type + "' is not supported (BPE or Unigram)");
+}
+
+// A SentencePiece model file without tokenizer.json: transformers converts it with the converter
+// of the class tokenizer_config.json names.
+std::unique_ptr<Tokenizer> from_model_file(const std::string& dir, const std::string& name, HfTokenizerConfig config) {
+    const std::string path = dir + "/" + name;
+    if (name == "sentencepiece.bpe.model" && config.family != TokenizerFamily::MBart50 && config.family != TokenizerFamily::Nllb)
+        throw Error(ErrorKind::Unsupported, path,
+                    "sentencepiece.bpe.model needs tokenizer_config.json's tokenizer_class to say which layout it has "
+                    "(MBart50Tokenizer or NllbTokenizer are supported; it names '" + config.tokenizer_class + "')");
+    return tokenizer::SpmTokenizer::from_model_file(dir, path, std::move(config));
+}
+
+}  // namespace
+
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
     using namespace tokenizer;
     struct stat st;
@@ -63,32 +114,19 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
     if (!S_ISDIR(st.st_mode)) throw Error(ErrorKind::InvalidArgument, dir, "not a directory");
 
     HfTokenizerConfig config = read_hf_tokenizer_config(dir);
-    const std::string json_path = dir + "/tokenizer.json";
-    const bool has_spm = file_exists(dir + "/spiece.model");
-    if (file_exists(json_path)) {
-        const nlohmann::json json = read_json_file(json_path);
-        if (!json.is_object() || !json.contains("model") || !json["model"].is_object())
-            throw Error(ErrorKind::Format, json_path, "no \"model\" object");
-        // Older files omit model.type: a BPE model has merges, a Unigram model a list of [piece, score].
-        std::string type = json["model"].contains("type") && json["model"]["type"].is_string()
-                               ? json["model"]["type"].get<std::string>()
-                               : std::string();
-        if (type.empty() && json["model"].contains("merges")) type = "BPE";
-        if (type.empty() && json["model"].contains("vocab") && json["model"]["vocab"].is_array()) type = "Unigram";
-        if (type == "BPE")
-            return interpreting(json_path, [&] { return BpeTokenizer::from_tokenizer_json(json_path, json, std::move(config)); });
-        if (type == "Unigram" && has_spm)
-            return interpreting(json_path, [&] { return SpmTokenizer::load(dir, &json, std::move(config)); });
-        if (type == "Unigram")
-            throw Error(ErrorKind::Unsupported, json_path,
-                        "a Unigram model is only supported together with its spiece.model, which this directory lacks");
-        throw Error(ErrorKind::Unsupported, json_path, "model of type '" + type + "' is not supported (BPE or Unigram with spiece.model)");
-    }
-    if (has_spm) return SpmTokenizer::load(dir, nullptr, std::move(config));
+    // MarianTokenizer has no fast version: its SentencePiece pair wins over any tokenizer.json.
+    const bool marian_files = file_exists(dir + "/source.spm") && file_exists(dir + "/target.spm") && file_exists(dir + "/vocab.json");
+    if (marian_files && (config.family == TokenizerFamily::Marian || config.family == TokenizerFamily::Unknown))
+        return MarianTokenizer::load(dir, std::move(config));
+    if (file_exists(dir + "/tokenizer.json")) return from_tokenizer_json(dir, std::move(config));
+    for (const char* name : {"spiece.model", "sentencepiece.bpe.model", "tokenizer.model"})
+        if (file_exists(dir + "/" + name)) return from_model_file(dir, name, std::move(config));
     if (file_exists(dir + "/vocab.json") && file_exists(dir + "/merges.txt"))
         return interpreting(dir + "/vocab.json", [&] { return BpeTokenizer::from_vocab_merges(dir, std::move(config)); });
     if (file_exists(dir + "/vocab.json")) throw Error(ErrorKind::NotFound, dir + "/merges.txt", "vocab.json is present but merges.txt is missing");
-    throw Error(ErrorKind::NotFound, dir, "no tokenizer files (tokenizer.json, spiece.model, or vocab.json + merges.txt)");
+    throw Error(ErrorKind::NotFound, dir,
+                "no tokenizer files (tokenizer.json, spiece.model, sentencepiece.bpe.model, tokenizer.model, "
+                "source.spm + target.spm + vocab.json, or vocab.json + merges.txt)");
 }
 
 }  // namespace lorascope
