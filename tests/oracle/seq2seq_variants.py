@@ -99,7 +99,10 @@ LORA_BART = dict(BART_SHAPE, max_position_embeddings=64)
 def lora_bases():
     """lora_oracle.bases() entries: every linear of each type targeted ("all"), with the spec's
     small, rsLoRA and rank/alpha-pattern adapters. Raw argmax is compared step by step, so no
-    end-of-length forcing."""
+    end-of-length forcing. Pegasus and M2M100 have untied heads here: with pre-LN, a final norm and
+    a tied unit-variance table, the residual stream is the input token's own embedding and every
+    run (base and adapters alike) repeats the decoder start (measured: 1 distinct output of 5 runs,
+    M2M100 stopping at its eos-valued start after one token)."""
     return [
         ("mt5", "t5", MT5ForConditionalGeneration,
          MT5Config(**dict(MT5_SHAPE, vocab_size=160)),
@@ -114,9 +117,11 @@ def lora_bases():
          MBartConfig(vocab_size=150, decoder_start_token_id=2, forced_eos_token_id=None, **LORA_BART),
          BART_TARGETS, ["q_proj", "v_proj"], ["k_proj", "out_proj", "fc1"], BART_PATTERN),
         ("pegasus", "bart", PegasusForConditionalGeneration,
-         PegasusConfig(vocab_size=150, forced_eos_token_id=None, scale_embedding=True, **LORA_BART),
+         PegasusConfig(vocab_size=150, forced_eos_token_id=None, scale_embedding=True, tie_word_embeddings=False,
+                       **LORA_BART),
          BART_TARGETS, ["q_proj", "v_proj"], ["fc1", "fc2", "v_proj"], BART_PATTERN),
         ("m2m100", "bart", M2M100ForConditionalGeneration,
-         M2M100Config(vocab_size=150, encoder_layerdrop=0.0, decoder_layerdrop=0.0, **LORA_BART),
+         M2M100Config(vocab_size=150, encoder_layerdrop=0.0, decoder_layerdrop=0.0, tie_word_embeddings=False,
+                      **LORA_BART),
          BART_TARGETS, ["q_proj", "v_proj"], ["q_proj", "out_proj", "fc2"], BART_PATTERN),
     ]
