@@ -227,6 +227,9 @@ def build_variant(out_root, name, family, cls, config, extra, seed, device="cpu"
     if extra.get("final_logits_bias"):
         g = torch.Generator().manual_seed(seed + 1)
         model.final_logits_bias.copy_(0.5 * torch.randn(model.final_logits_bias.shape, generator=g))
+    if "boost_logit" in extra:   # a token the raw argmax would often pick unless banned (Marian's pad)
+        token, amount = extra["boost_logit"]
+        model.final_logits_bias[0, token] += amount
     if extra.get("perturb_positions"):   # a stored table that differs from the one HF would compute
         g = torch.Generator().manual_seed(seed + 4)
         for stack in (model.model.encoder, model.model.decoder):

@@ -36,11 +36,12 @@ def variants():
                           relative_attention_num_buckets=16)), {}),
         # opus-mt's shape: swish, scaled embeddings, shared vocabulary, pad = decoder start = last id,
         # the pad banned and the logits renormalised as its generation configs say. 60-token prompts
-        # read the sinusoidal table up to row 59 of 64.
+        # read the sinusoidal table up to row 59 of 64. Its final_logits_bias favours the pad so
+        # that the ban decides tokens: without it the raw argmax is often the pad.
         ("marian_shared", "bart", MarianMTModel,
          MarianConfig(vocab_size=300, pad_token_id=MARIAN_PAD, decoder_start_token_id=MARIAN_PAD, eos_token_id=0,
                       max_position_embeddings=64, activation_function="swish", scale_embedding=True, **BART_SHAPE),
-         {"final_logits_bias": True, "bos": None,
+         {"final_logits_bias": True, "bos": None, "boost_logit": (MARIAN_PAD, 100.0),
           "generation": {"bad_words_ids": [[MARIAN_PAD]], "renormalize_logits": True}}),
         # Separate vocabularies: two 300-row tables (HF copies the encoder's for the decoder) and an
         # untied 260-row head (a tied one would be the decoder table's 300 rows, which HF refuses).
