@@ -22,17 +22,27 @@ T5Config t5_defaults(const std::string& model_type) {
     return c;
 }
 
+namespace {
+
+// What Marian and Pegasus share: no bos, the decoder starting from the pad, eos forced at the
+// length limit, sinusoidal positions and no LayerNorm after the embeddings.
+void pad_started_sinusoidal(BartConfig& c, int64_t pad, int64_t eos) {
+    c.pad_token_id = pad;
+    c.bos_token_id.reset();
+    c.eos_token_id = eos;
+    c.decoder_start_token_id = pad;
+    c.forced_eos_token_id = eos;
+    c.position_embedding = PositionEmbedding::Sinusoidal;
+    c.layernorm_embedding = false;
+}
+
+}  // namespace
+
 BartConfig bart_defaults(const std::string& model_type) {
     BartConfig c;  // BartConfig's own defaults
     if (model_type == "marian") {
         c.vocab_size = 58101;
-        c.pad_token_id = 58100;
-        c.bos_token_id.reset();
-        c.eos_token_id = 0;
-        c.decoder_start_token_id = 58100;
-        c.forced_eos_token_id = 0;
-        c.position_embedding = PositionEmbedding::Sinusoidal;
-        c.layernorm_embedding = false;
+        pad_started_sinusoidal(c, 58100, 0);
     } else if (model_type == "mbart") {
         c.decoder_start_token_id.reset();
         c.pre_layer_norm = c.final_layer_norms = true;
@@ -46,14 +56,8 @@ BartConfig bart_defaults(const std::string& model_type) {
         c.layernorm_embedding = false;
         c.final_logits_bias = false;
     } else if (model_type == "pegasus") {
-        c.pad_token_id = 0;
-        c.bos_token_id.reset();
-        c.eos_token_id = 1;
-        c.decoder_start_token_id = 0;
-        c.forced_eos_token_id = 1;
-        c.position_embedding = PositionEmbedding::Sinusoidal;
+        pad_started_sinusoidal(c, 0, 1);
         c.pre_layer_norm = c.final_layer_norms = true;
-        c.layernorm_embedding = false;
     }
     c.decoder_vocab_size = c.vocab_size;
     return c;
