@@ -341,7 +341,10 @@ GenerationConfig load_generation_config(const std::string& dir, const ModelConfi
             const auto& c = model.t5();
             set("pad_token_id", c.pad_token_id);
             set("eos_token_id", c.eos_token_id);
-            set("decoder_start_token_id", ObjectReader(merged, config_path).get_int("decoder_start_token_id"));
+            const ObjectReader r(merged, config_path);
+            // T5Config has no default start; MT5Config passes 0 itself (an explicit null stays null).
+            const bool mt5_default = model.model_type == "mt5" && !r.contains_key("decoder_start_token_id");
+            set("decoder_start_token_id", mt5_default ? c.decoder_start_token_id : r.get_int("decoder_start_token_id"));
             break;
         }
         case Family::Bart: {
