@@ -70,6 +70,13 @@ ordered_json architecture_json(const ModelConfig& m) {
             a["add_final_layer_norm"] = c.add_final_layer_norm;
             a["tie_word_embeddings"] = c.tie_word_embeddings;
             a["vocab_size"] = c.vocab_size;
+            // What the model type fixes (config.json's normalize_before and friends do not).
+            a["position_embedding"] = to_string(c.position_embedding);
+            a["pre_layer_norm"] = c.pre_layer_norm;
+            a["final_layer_norms"] = c.final_layer_norms;
+            a["layernorm_embedding"] = c.layernorm_embedding;
+            a["final_logits_bias"] = c.final_logits_bias;
+            if (!c.share_encoder_decoder_embeddings) a["decoder_vocab_size"] = c.decoder_vocab_size;
             break;
         }
         case Family::Bloom: {

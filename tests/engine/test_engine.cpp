@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 
+#include "../models/oracle_records.h"
 #include "collecting_sink.h"
 #include "engine_test_support.h"
 #include "lorascope/engine.h"
@@ -28,18 +29,12 @@ using lorascope::test::load_variant;
 using lorascope::test::make_engine;
 using lorascope::test::Variant;
 
-namespace {
-
-const char* kVariants[] = {"t5_v1_0", "t5_v1_1", "bart_plain", "bart_scaled_bare", "bart_heads_differ", "bloom_4h", "bloom_6h_postln"};
-
-}  // namespace
-
 class TestEngine : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void greedy_matches_hf_alone_batched_and_staggered_data() {
         QTest::addColumn<QString>("variant");
-        for (const char* v : kVariants) QTest::newRow(v) << QString(v);
+        for (const auto& v : lorascope::test::model_variants()) QTest::newRow(v.c_str()) << QString::fromStdString(v);
     }
 
     void greedy_matches_hf_alone_batched_and_staggered() {
@@ -111,8 +106,10 @@ private Q_SLOTS:
                 auto want = greedy[submitted[k].second].get<std::vector<int64_t>>();
                 if (static_cast<int64_t>(want.size()) > limits[k]) {
                     want.resize(static_cast<size_t>(limits[k]));
-                    // BART's generation config forces eos at the last position the limit allows.
-                    if (v.records["family"] == "bart") want.back() = v.records["eos_token_id"].get<int64_t>();
+                    // A forced eos (BART's, Marian's, mBART's, Pegasus's generation config; not
+                    // M2M100's) takes the last position the limit allows.
+                    const auto& forced_eos = v.records["forced_eos_token_id"];
+                    if (!forced_eos.is_null()) want.back() = forced_eos.get<int64_t>();
                 }
                 QCOMPARE(sink->get(submitted[k].first).finishes.at(0).token_ids, want);
             }
@@ -121,7 +118,7 @@ private Q_SLOTS:
 
     void beam_search_matches_hf_data() {
         QTest::addColumn<QString>("variant");
-        for (const char* v : kVariants) QTest::newRow(v) << QString(v);
+        for (const auto& v : lorascope::test::model_variants()) QTest::newRow(v.c_str()) << QString::fromStdString(v);
     }
 
     // Beams live as rows of the shared batch: every beam request, run alone and all together with
@@ -269,7 +266,7 @@ private Q_SLOTS:
     // --dtype is read before the weights: an unknown name lists the known ones; on a CPU without
     // the instructions a type needs, the refusal says which (ops::cpu_matmul_available).
     void unknown_dtype_is_a_clear_error() {
-        const Variant v = load_variant(kVariants[0]);
+        const Variant v = load_variant(lorascope::test::model_variants()[0]);
         EngineOptions options;
         options.model_dir = v.dir;
         options.dtype = "int3";

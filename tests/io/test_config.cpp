@@ -86,10 +86,14 @@ void compare_config(const std::string& where, const ModelConfig& m, const json& 
             check_field(where, "scale_embedding", c.scale_embedding, hf);
             check_field(where, "tie_word_embeddings", c.tie_word_embeddings, hf);
             check_field(where, "pad_token_id", c.pad_token_id, hf);
-            check_field(where, "bos_token_id", c.bos_token_id, hf);
+            check_optional(where, "bos_token_id", c.bos_token_id, hf);
             check_field(where, "eos_token_id", c.eos_token_id, hf);
-            check_field(where, "decoder_start_token_id", c.decoder_start_token_id, hf);
+            check_optional(where, "decoder_start_token_id", c.decoder_start_token_id, hf);
             check_optional(where, "forced_bos_token_id", c.forced_bos_token_id, hf);
+            if (hf.contains("decoder_vocab_size")) {  // MarianConfig's: the head's rows when not shared
+                check_field(where, "share_encoder_decoder_embeddings", c.share_encoder_decoder_embeddings, hf);
+                check_field(where, "decoder_vocab_size", c.decoder_vocab_size, hf);
+            }
             check_optional(where, "forced_eos_token_id", c.forced_eos_token_id, hf);
             check_flag_default_false(where, "normalize_before", c.normalize_before, hf);
             check_flag_default_false(where, "add_final_layer_norm", c.add_final_layer_norm, hf);
@@ -132,6 +136,11 @@ void compare_generation(const std::string& where, const GenerationConfig& g, con
     check_optional(where, "decoder_start_token_id", g.decoder_start_token_id, hf);
     check_optional(where, "forced_bos_token_id", g.forced_bos_token_id, hf);
     check_optional(where, "forced_eos_token_id", g.forced_eos_token_id, hf);
+    check_field(where, "renormalize_logits", g.renormalize_logits, hf);
+    std::vector<std::vector<int64_t>> hf_bad_words;
+    if (hf.contains("bad_words_ids") && !hf.at("bad_words_ids").is_null())
+        hf_bad_words = hf.at("bad_words_ids").get<std::vector<std::vector<int64_t>>>();
+    QVERIFY2(g.bad_words_ids == hf_bad_words, (where + ": bad_words_ids").c_str());
     const json eos = hf.contains("eos_token_id") ? hf.at("eos_token_id") : json();
     std::vector<int64_t> hf_eos;
     if (eos.is_number_integer()) hf_eos.push_back(eos.get<int64_t>());

@@ -40,6 +40,10 @@ private Q_SLOTS:
 
     void adapters_score_as_hf_peft() {
         QFETCH(QString, base);
+        // Scoring follows HF's loss for `labels`, and mBART's shift_tokens_right starts the decoder
+        // from the last label, not from the start token its greedy path (recorded here) began with.
+        // Its labelled losses are compared with HF's in test_models_parity instead.
+        if (base == "mbart") QSKIP("mBART's label shift is not its generation path");
         const auto b = test::load_lora_base(base.toStdString());
         const auto scorer = Scorer::open(b.model_dir);
         for (const auto& name : b.adapter_names()) scorer->load_adapter(name, b.adapter_dir(name));

@@ -1,6 +1,7 @@
 #include "greedy.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "lorascope/error.h"
 
@@ -11,6 +12,8 @@ GreedyOptions GreedyOptions::from_model(const Model& model) {
     o.eos_token_ids = model.eos_token_ids();
     o.forced_bos_token_id = model.generation_config().forced_bos_token_id;
     o.forced_eos_token_id = model.generation_config().forced_eos_token_id;
+    for (const auto& seq : model.generation_config().bad_words_ids)
+        if (seq.size() == 1) o.banned_token_ids.push_back(seq[0]);
     return o;
 }
 
@@ -33,7 +36,10 @@ std::vector<GreedyOutput> greedy_generate(const Model& model, const std::vector<
     auto is_eos = [&](int64_t t) {
         return std::find(options.eos_token_ids.begin(), options.eos_token_ids.end(), t) != options.eos_token_ids.end();
     };
+    const at::Tensor banned = at::tensor(options.banned_token_ids, at::TensorOptions().dtype(at::kLong));
     while (!row_of.empty()) {
+        if (banned.numel() > 0)
+            logits = logits.index_fill(-1, banned.to(logits.device()), -std::numeric_limits<float>::infinity());
         at::Tensor chosen = logits.argmax(-1).to(at::kCPU).contiguous();
         std::vector<int64_t> next(chosen.data_ptr<int64_t>(), chosen.data_ptr<int64_t>() + chosen.numel());
         std::vector<int64_t> keep;

@@ -1,6 +1,6 @@
 // A reference greedy decoder for the parity test: a static batch, each row stopping at eos the way
 // Hugging Face's generate() does (eos included in the output), with the generation config's forced
-// BOS/EOS tokens. It drives the Model calls directly, without the engine's batching and sampling.
+// BOS/EOS tokens and one-token bad words. It drives the Model calls directly, without the engine's batching and sampling.
 #pragma once
 
 #include <optional>
@@ -29,6 +29,8 @@ struct GreedyOptions {
     std::vector<int64_t> eos_token_ids;
     std::optional<int64_t> forced_bos_token_id;   // at the first generated position
     std::optional<int64_t> forced_eos_token_id;   // at the last position max_new_tokens allows
+    // The one-token bad_words_ids of the generation config (Marian bans its pad), never chosen.
+    std::vector<int64_t> banned_token_ids;
     const LoraHook* lora = nullptr;
     // Drop finished rows from the batch as they finish (exercises DecodeState::filter).
     bool drop_finished_rows = true;

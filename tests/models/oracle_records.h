@@ -11,7 +11,11 @@ namespace lorascope::test {
 
 inline const std::vector<std::string>& model_variants() {
     static const std::vector<std::string> names = {"t5_v1_0", "t5_v1_1", "bart_plain", "bart_scaled_bare",
-                                                   "bart_heads_differ", "bloom_4h", "bloom_6h_postln"};
+                                                   "bart_heads_differ", "bloom_4h", "bloom_6h_postln",
+                                                   // issue 30: tests/oracle/seq2seq_variants.py
+                                                   "mt5_gated", "mt5_tied", "marian_shared", "marian_separate",
+                                                   "mbart_plain", "mbart_forced_lang", "pegasus_table_in_file",
+                                                   "pegasus_computed_table", "m2m100_grown_table", "m2m100_untied"};
     return names;
 }
 

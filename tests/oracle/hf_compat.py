@@ -1,8 +1,8 @@
 """Shims that make transformers 4.46 run on Debian's torch 1.13 + Python 3.11.
 
 Debian's torch.distributed.fsdp fails to import on Python 3.11 (a dataclass with a mutable
-default); transformers' generate() imports it only to ask whether the model is FSDP-managed.
-Nothing here changes numerics.
+default); transformers' generate() and M2M100's encoder and decoder import it only to ask whether
+the model is FSDP-managed. Nothing here changes numerics.
 """
 import os
 import sys
@@ -15,6 +15,9 @@ import transformers  # noqa: E402
 import transformers.generation.utils as _gen_utils  # noqa: E402
 
 _gen_utils.is_fsdp_managed_module = lambda module: False
+import transformers.models.m2m_100.modeling_m2m_100 as _m2m_100  # noqa: E402
+
+_m2m_100.is_fsdp_managed_module = lambda module: False
 
 
 def versions():

@@ -1,4 +1,5 @@
-"""Oracle step `oracle_lora`: tiny random T5 (plain and gated), BART and BLOOM checkpoints, each with
+"""Oracle step `oracle_lora`: tiny random T5 (plain and gated), BART and BLOOM checkpoints, and mT5,
+Marian, mBART, Pegasus and M2M100 ones (seq2seq_variants.py), each with
 PEFT LoRA adapters made by PEFT itself (get_peft_model + save_pretrained) with randomised, non-zero
 lora_A/lora_B, and what HF + PEFT compute with each adapter and with the bare base model.
 
@@ -23,6 +24,7 @@ from transformers import (BartConfig, BartForConditionalGeneration, BloomConfig,
 
 from lora_init import randomize_lora
 from models_oracle import make_prompts, randomize, trim
+from seq2seq_variants import lora_bases as seq2seq_bases
 
 MAX_NEW_TOKENS = 12
 LOGIT_STEPS = 4
@@ -65,7 +67,7 @@ def bases():
          {"rank_pattern": {"dense_h_to_4h": 3, "h.1.self_attention.query_key_value": 7},
           "alpha_pattern": {"h.0.self_attention.query_key_value": 30.0},
           "targets": ["query_key_value", "dense_h_to_4h", "dense"]}),
-    ]
+    ] + seq2seq_bases()
 
 
 def adapter_specs(all_targets, small_targets, rs_targets, pattern):
@@ -129,7 +131,7 @@ def build_base(out_root, name, family, cls, config, targets, seed):
         runs.append((aname, adir))
 
     eos = config.eos_token_id
-    prompts = make_prompts(family, config.vocab_size, eos, seed + 2)
+    prompts = make_prompts(family, config.vocab_size, eos, seed + 2, bos=getattr(config, "bos_token_id", 0))
     prompts = [p for p in prompts][:len(PROMPT_LENGTHS)]
     records = {"versions": hf_compat.versions(), "base": name, "family": family, "model_dir": "model",
                "max_new_tokens": MAX_NEW_TOKENS, "eos_token_id": eos, "pad_token_id": config.pad_token_id,

@@ -1,6 +1,7 @@
-"""Oracle step `oracle_models`: tiny random T5, BART and BLOOM checkpoints built with Hugging Face's
-own classes, and HF's outputs on them (raw logits along the greedy path, greedy generate single and
-batched, labelled losses) for the C++ model tests.
+"""Oracle step `oracle_models`: tiny random T5, BART and BLOOM checkpoints, and those of mT5, Marian,
+mBART, Pegasus and M2M100 (seq2seq_variants.py), built with Hugging Face's own classes, and HF's
+outputs on them (raw logits along the greedy path, greedy generate single and batched, labelled
+losses) for the C++ model tests.
 
 --device cuda[:N] records HF's outputs computed on that device (scripts/gpu-check); the checkpoints
 themselves are always built and tuned on the CPU, so they are the same files whatever the device.
@@ -18,6 +19,7 @@ import shutil
 import sys
 
 import hf_compat  # noqa: F401  (must come before generate() is used)
+import seq2seq_variants
 import torch
 from safetensors.torch import load_file, save_file
 from transformers import (AutoTokenizer, BartConfig, BartForConditionalGeneration, BloomConfig,
@@ -61,7 +63,7 @@ def variants():
         ("bloom_6h_postln", "bloom", BloomForCausalLM,
          BloomConfig(hidden_size=36, n_layer=3, n_head=6,
                      apply_residual_connection_post_layernorm=True, **common_bloom), {}),
-    ]
+    ] + seq2seq_variants.variants()
 
 
 def randomize(model, seed):
@@ -69,6 +71,8 @@ def randomize(model, seed):
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
+            if not p.requires_grad:          # Marian's and Pegasus's sinusoidal tables stay HF's
+                continue
             if p.dim() >= 2:
                 fan_in = p.shape[1]
                 std = 1.0 if ("embed" in name or "shared" in name or "relative_attention_bias" in name
@@ -80,14 +84,18 @@ def randomize(model, seed):
                 p.copy_(0.1 * torch.randn(p.shape, generator=g))
 
 
-def make_prompts(family, vocab, eos, seed):
+def make_prompts(family, vocab, eos, seed, bos=0):
+    """Random ids of PROMPT_LENGTHS; seq2seq prompts end with eos, BART-shaped ones start with `bos`
+    (None for the types without one: Marian, Pegasus)."""
     g = torch.Generator().manual_seed(seed)
     prompts = []
     for n in PROMPT_LENGTHS:
         if family == "bloom":
             ids = torch.randint(4, vocab, (n,), generator=g).tolist()
+        elif family == "bart" and bos is None:
+            ids = torch.randint(4, vocab, (n - 1,), generator=g).tolist() + [eos]
         elif family == "bart":
-            ids = [2] if n == 1 else [0] + torch.randint(4, vocab, (n - 2,), generator=g).tolist() + [2]
+            ids = [eos] if n == 1 else [bos] + torch.randint(4, vocab, (n - 2,), generator=g).tolist() + [eos]
         else:
             ids = torch.randint(2, vocab, (n - 1,), generator=g).tolist() + [eos]
         prompts.append(ids)
@@ -144,7 +152,8 @@ def step_logits(model, family, prompt, greedy, start):
     return logits.tolist()
 
 
-def score_cases(model, family, prompts, vocab, eos, seed):
+def score_cases(model, family, prompts, eos, seed):
+    vocab = model.get_output_embeddings().weight.shape[0]   # labels are the head's ids (Marian's decoder vocabulary)
     g = torch.Generator().manual_seed(seed)
     cases = []
     for k, prompt in enumerate(prompts[:4]):
@@ -180,11 +189,13 @@ def score_cases(model, family, prompts, vocab, eos, seed):
 
 def tune_eos(model, family, prompts, eos):
     """Scale the eos row of the output embedding until some prompts stop at eos and others run to
-    the length limit, so that both finish paths are exercised."""
+    the length limit (or, under a forced eos, stop early), so that both finish paths are exercised."""
     head = model.get_output_embeddings().weight
     original = head[eos].detach().clone()
     chosen = None
-    for factor in [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0]:
+    longest = (0, 1.0)   # (tokens generated, factor): the fallback keeps the longest paths
+    # Up first; down when eos already wins everywhere (a tied, scaled embedding can make it).
+    for factor in [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 0.7, 0.6, 0.5]:
         with torch.no_grad():
             head[eos] = original * factor
         outs = [hf_greedy(model, family, p, eos) for p in prompts]
@@ -192,11 +203,12 @@ def tune_eos(model, family, prompts, eos):
         if any(stopped) and not all(stopped):
             chosen = factor
             break
+        longest = max(longest, (sum(len(o) for o in outs), factor), key=lambda t: t[0])
     if chosen is None:
+        chosen = longest[1]
         with torch.no_grad():
-            head[eos] = original
-        chosen = 1.0
-        print(f"  note: no eos scaling gave a mix of eos/length finishes", file=sys.stderr)
+            head[eos] = original * chosen
+        print(f"  note: no eos scaling gave a mix of eos/length finishes; eos row x{chosen}", file=sys.stderr)
     return chosen
 
 
@@ -209,13 +221,28 @@ def build_variant(out_root, name, family, cls, config, extra, seed, device="cpu"
     torch.manual_seed(seed)
     model = cls(config).eval()
     randomize(model, seed)
+    if "embedding_scale" in extra:
+        with torch.no_grad():
+            model.get_input_embeddings().weight.mul_(extra["embedding_scale"])
     if extra.get("final_logits_bias"):
         g = torch.Generator().manual_seed(seed + 1)
         model.final_logits_bias.copy_(0.5 * torch.randn(model.final_logits_bias.shape, generator=g))
+    if "boost_logit" in extra:   # a token the raw argmax would often pick unless banned (Marian's pad)
+        token, amount = extra["boost_logit"]
+        model.final_logits_bias[0, token] += amount
+    if extra.get("perturb_positions"):   # a stored table that differs from the one HF would compute
+        g = torch.Generator().manual_seed(seed + 4)
+        for stack in (model.model.encoder, model.model.decoder):
+            table = stack.embed_positions.weight
+            table.data.add_(0.3 * torch.randn(table.shape, generator=g))
+    for key, value in extra.get("generation", {}).items():
+        setattr(model.generation_config, key, value)
     eos = config.eos_token_id
-    prompts = make_prompts(family, config.vocab_size, eos, seed + 2)
+    prompts = make_prompts(family, config.vocab_size, eos, seed + 2, bos=extra.get("bos", 0))
+    prompts = seq2seq_variants.shape_prompts(prompts, config, extra)
     factor = tune_eos(model, family, prompts, eos)
     model.save_pretrained(mdir, safe_serialization=True)
+    drop_tensors(mdir, extra.get("drop_tensors", []))
     if extra.get("bare"):
         # The checkpoint of a bare BartModel: no "model." prefix, no lm_head, no final_logits_bias.
         path = os.path.join(mdir, "model.safetensors")
@@ -226,6 +253,8 @@ def build_variant(out_root, name, family, cls, config, extra, seed, device="cpu"
 
     pad = config.pad_token_id
     start = getattr(model.generation_config, "decoder_start_token_id", None)
+    if start is None and family != "bloom":   # generate() starts from bos then (mBART)
+        start = model.generation_config.bos_token_id
     greedy = [hf_greedy(model, family, p, eos) for p in prompts]
     batched = hf_batched(model, family, prompts, eos, pad)
     if batched != greedy:
@@ -235,6 +264,9 @@ def build_variant(out_root, name, family, cls, config, extra, seed, device="cpu"
         "device": str(model.device),
         "variant": name,
         "family": family,
+        "model_type": config.model_type,
+        "forced_bos_token_id": model.generation_config.forced_bos_token_id,
+        "forced_eos_token_id": model.generation_config.forced_eos_token_id,
         "model_dir": "model",
         "max_new_tokens": MAX_NEW_TOKENS,
         "eos_token_id": eos,
@@ -246,12 +278,22 @@ def build_variant(out_root, name, family, cls, config, extra, seed, device="cpu"
         "finish_reason": ["eos" if g and g[-1] == eos else "length" for g in greedy],
         "batched_greedy": batched,
         "step_logits": [step_logits(model, family, p, g, start) for p, g in zip(prompts, greedy)],
-        "score": score_cases(model, family, prompts, config.vocab_size, eos, seed + 3),
+        "score": score_cases(model, family, prompts, eos, seed + 3),
     }
     with open(os.path.join(vdir, "records.json"), "w") as f:
         json.dump(records, f)
     reasons = records["finish_reason"]
     print(f"  {name}: lengths {[len(g) for g in greedy]} finishes {reasons}")
+
+
+def drop_tensors(mdir, names):
+    """A checkpoint without some tensors HF can rebuild (Pegasus's sinusoidal tables, as Marian's
+    files leave them out)."""
+    if not names:
+        return
+    path = os.path.join(mdir, "model.safetensors")
+    state = load_file(path)
+    save_file({k: v.contiguous() for k, v in state.items() if k not in names}, path, metadata={"format": "pt"})
 
 
 def build_t5_with_real_tokenizer(out_root, tok_dir, device="cpu"):

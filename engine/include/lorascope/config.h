@@ -13,6 +13,15 @@ namespace lorascope {
 enum class Family { T5, Bart, Bloom };
 const char* to_string(Family family);
 
+// How a BART-shaped model adds positions to its token embeddings.
+enum class PositionEmbedding {
+    Learned,            // BART, mBART: a trained table, read at position + 2
+    Sinusoidal,         // Marian, Pegasus: sin and cos halves from position 0 (a file may hold the table)
+    SinusoidalFromPad,  // M2M100 / NLLB: fairseq's table, positions counted from pad_token_id + 1
+};
+const char* to_string(PositionEmbedding kind);
+
+// T5 and mT5 (model_type "mt5": the same model with other defaults).
 struct T5Config {
     int64_t vocab_size = 32128;
     int64_t d_model = 512;
@@ -36,6 +45,9 @@ struct T5Config {
     int64_t decoder_start_token_id = 0;
 };
 
+// BART and the model types built on its skeleton: marian, mbart, m2m_100 (NLLB) and pegasus.
+// Defaults are those of the class `model_type` names; the switches below the token ids are fixed
+// by that class (Hugging Face has no config key for them).
 struct BartConfig {
     int64_t vocab_size = 50265;
     int64_t max_position_embeddings = 1024;
@@ -53,11 +65,26 @@ struct BartConfig {
     bool add_final_layer_norm = false;
     bool tie_word_embeddings = true;
     int64_t pad_token_id = 1;
-    int64_t bos_token_id = 0;
+    std::optional<int64_t> bos_token_id = 0;             // Marian, Pegasus: none
     int64_t eos_token_id = 2;
-    int64_t decoder_start_token_id = 2;
+    std::optional<int64_t> decoder_start_token_id = 2;   // mBART: none (generation starts from bos)
     std::optional<int64_t> forced_bos_token_id;
     std::optional<int64_t> forced_eos_token_id = 2;
+    // Marian: separate source and target vocabularies when share_encoder_decoder_embeddings is
+    // false. As MarianMTModel builds them, the decoder's embeddings then still have vocab_size rows
+    // (a copy of the encoder's table); an untied head and final_logits_bias have decoder_vocab_size.
+    int64_t decoder_vocab_size = 50265;
+    bool share_encoder_decoder_embeddings = true;
+
+    PositionEmbedding position_embedding = PositionEmbedding::Learned;
+    bool pre_layer_norm = false;       // mBART, Pegasus, M2M100: x + f(norm(x)) in every layer ...
+    bool final_layer_norms = false;    // ... and a LayerNorm after each stack (encoder/decoder.layer_norm)
+    bool layernorm_embedding = true;   // BART, mBART: a LayerNorm right after the embeddings
+    bool final_logits_bias = true;     // all but M2M100: a [1, V] buffer added to the logits
+
+    int64_t target_vocab_size() const {
+        return share_encoder_decoder_embeddings || tie_word_embeddings ? vocab_size : decoder_vocab_size;
+    }
 };
 
 struct BloomConfig {
@@ -85,9 +112,11 @@ struct ModelConfig {
     const T5Config& t5() const { return std::get<T5Config>(arch); }
     const BartConfig& bart() const { return std::get<BartConfig>(arch); }
     const BloomConfig& bloom() const { return std::get<BloomConfig>(arch); }
-    int64_t vocab_size() const;
-    // Positions the model has learned embeddings for (BART's max_position_embeddings), for the
-    // encoder and the decoder each; none when its positions are relative (T5, BLOOM's ALiBi).
+    int64_t vocab_size() const;           // config.json's vocab_size: the encoder's ids
+    int64_t target_vocab_size() const;    // the ids the head scores (Marian's decoder_vocab_size)
+    // Positions the model has a table for (max_position_embeddings: BART's and mBART's learned
+    // table, Marian's and Pegasus' sinusoidal one), for the encoder and the decoder each; none when
+    // positions are relative (T5, BLOOM's ALiBi) or the table grows as needed (M2M100 / NLLB).
     std::optional<int64_t> context_tokens() const;
 };
 
@@ -115,6 +144,10 @@ struct GenerationConfig {
     std::optional<int64_t> decoder_start_token_id;
     std::optional<int64_t> forced_bos_token_id;
     std::optional<int64_t> forced_eos_token_id;
+    // Token sequences never to complete (NoBadWordsLogitsProcessor; Marian bans its pad token).
+    std::vector<std::vector<int64_t>> bad_words_ids;
+    // log_softmax once more after every processor (Marian's checkpoints set it): changes beam scores.
+    bool renormalize_logits = false;
 };
 
 // Parse <dir>/config.json. Throws lorascope::Error naming the file on any problem;
@@ -127,7 +160,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
 GenerationConfig load_generation_config(const std::string& dir, const ModelConfig& model);
 
 // The token an encoder-decoder's decoder starts from, as transformers chooses it: the generation
-// config's decoder_start_token_id, else the model config's. None for a decoder-only model.
+// config's decoder_start_token_id, else the model config's, else bos (mBART). None for a
+// decoder-only model.
 std::optional<int64_t> decoder_start_token_id(const ModelConfig& model, const GenerationConfig& generation);
 
 }  // namespace lorascope

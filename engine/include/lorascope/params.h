@@ -107,6 +107,8 @@ struct ResolvedGenerationParams {
     std::vector<int64_t> eos_token_ids;
     std::optional<int64_t> forced_bos_token_id;
     std::optional<int64_t> forced_eos_token_id;
+    std::vector<std::vector<int64_t>> bad_words_ids;   // without the [eos] ones, as HF drops them
+    bool renormalize_logits = false;
 
     // New tokens allowed for a row whose input_ids start with `input_ids_length` tokens.
     // Throws InvalidArgument, as transformers does, when max_length leaves no room.

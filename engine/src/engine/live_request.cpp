@@ -65,10 +65,10 @@ void LiveRequest::prepare(const Request& request, const models::Model& model, co
     if (prompt_ids.empty())
         throw Error(ErrorKind::InvalidArgument, source, "the prompt is empty (no input ids)");
     for (int64_t t : prompt_ids)
-        if (t < 0 || t >= model.vocab_size())
+        if (t < 0 || t >= model.source_vocab_size())
             throw Error(ErrorKind::InvalidArgument, source,
                         "input id " + std::to_string(t) + " is outside the vocabulary [0, " +
-                            std::to_string(model.vocab_size()) + ")");
+                            std::to_string(model.source_vocab_size()) + ")");
 
     if (model.is_encoder_decoder()) {
         input_ids = {model.decoder_start_token_id()};
@@ -165,6 +165,7 @@ std::vector<int64_t> LiveRequest::beam_step(const at::Tensor& logits, const Toke
     append_logits_rows(rows);
     sampling::apply_logits_processors(scores, rows);
     if (params.do_sample) sampling::apply_logits_warpers(scores, rows);
+    sampling::renormalize_logits(scores, rows);
     const auto step = beams->step(scores, beam_ids, generator);
 
     std::vector<std::vector<int64_t>> next;

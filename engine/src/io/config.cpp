@@ -9,6 +9,7 @@
 
 #include <sys/stat.h>
 
+#include "io/seq2seq_types.h"
 #include "lorascope/error.h"
 #include "util/json_read.h"
 
@@ -24,8 +25,8 @@ int64_t int_with_alias(const ObjectReader& r, const std::string& key, const std:
     return r.get_int(alias).value_or(r.get_int(key, fallback));
 }
 
-T5Config parse_t5(const ObjectReader& r) {
-    T5Config c;
+T5Config parse_t5(const ObjectReader& r, const std::string& model_type) {
+    T5Config c = io::t5_defaults(model_type);
     c.vocab_size = r.get_int("vocab_size", c.vocab_size);
     c.d_model = int_with_alias(r, "d_model", "hidden_size", c.d_model);
     c.d_kv = int_with_alias(r, "d_kv", "head_dim", c.d_kv);
@@ -67,8 +68,8 @@ T5Config parse_t5(const ObjectReader& r) {
     return c;
 }
 
-BartConfig parse_bart(const ObjectReader& r) {
-    BartConfig c;
+BartConfig parse_bart(const ObjectReader& r, const std::string& model_type) {
+    BartConfig c = io::bart_defaults(model_type);
     c.vocab_size = r.get_int("vocab_size", c.vocab_size);
     c.max_position_embeddings = r.get_int("max_position_embeddings", c.max_position_embeddings);
     c.d_model = int_with_alias(r, "d_model", "hidden_size", c.d_model);
@@ -85,14 +86,24 @@ BartConfig parse_bart(const ObjectReader& r) {
     c.add_final_layer_norm = r.get_bool("add_final_layer_norm", c.add_final_layer_norm);
     c.tie_word_embeddings = r.get_bool("tie_word_embeddings", c.tie_word_embeddings);
     c.pad_token_id = r.get_int("pad_token_id", c.pad_token_id);
-    c.bos_token_id = r.get_int("bos_token_id", c.bos_token_id);
+    // An explicit null clears a token id; only an absent key takes the class default.
+    auto optional_id = [&r](const char* key, std::optional<int64_t>& id) {
+        if (r.contains_key(key)) id = r.get_int(key);
+    };
+    optional_id("bos_token_id", c.bos_token_id);
     c.eos_token_id = r.get_int("eos_token_id", c.eos_token_id);
-    c.decoder_start_token_id = r.get_int("decoder_start_token_id", c.decoder_start_token_id);
+    optional_id("decoder_start_token_id", c.decoder_start_token_id);
     c.forced_bos_token_id = r.get_int("forced_bos_token_id");
-    // An explicit null disables the forced eos; only an absent key takes the class default.
-    if (r.contains_key("forced_eos_token_id")) c.forced_eos_token_id = r.get_int("forced_eos_token_id");
+    optional_id("forced_eos_token_id", c.forced_eos_token_id);
     if (!c.forced_bos_token_id && r.get_bool("force_bos_token_to_be_generated", false))
         c.forced_bos_token_id = c.bos_token_id;  // BART-CNN backward compatibility
+    if (model_type == "marian") {  // MarianConfig's own keys
+        c.decoder_vocab_size = r.get_int("decoder_vocab_size").value_or(c.vocab_size);
+        c.share_encoder_decoder_embeddings =
+            r.get_bool("share_encoder_decoder_embeddings", c.share_encoder_decoder_embeddings);
+    } else {
+        c.decoder_vocab_size = c.vocab_size;
+    }
     return c;
 }
 
@@ -133,6 +144,7 @@ void validate(const ModelConfig& m, const ObjectReader& r) {
         case Family::Bart: {
             const auto& c = m.bart();
             require_positive(r, "vocab_size", c.vocab_size);
+            require_positive(r, "decoder_vocab_size", c.decoder_vocab_size);
             require_positive(r, "d_model", c.d_model);
             require_positive(r, "max_position_embeddings", c.max_position_embeddings);
             require_positive(r, "encoder_attention_heads", c.encoder_attention_heads);
@@ -154,6 +166,30 @@ void validate(const ModelConfig& m, const ObjectReader& r) {
             break;
         }
     }
+}
+
+// A list of token-id lists, each non-empty, as NoBadWordsLogitsProcessor requires; an empty list
+// or null means none. Bounded: a generation config is user input.
+std::vector<std::vector<int64_t>> parse_bad_words(const ObjectReader& r) {
+    std::vector<std::vector<int64_t>> out;
+    const Json* value = r.find("bad_words_ids");
+    if (!value || value->is_null()) return out;
+    constexpr size_t kMaxIds = 1 << 20;
+    size_t total = 0;
+    if (!value->is_array()) r.fail_field("bad_words_ids", "must be a list of lists of token ids");
+    for (const Json& seq : *value) {
+        if (!seq.is_array() || seq.empty()) r.fail_field("bad_words_ids", "must be a list of non-empty lists of token ids");
+        std::vector<int64_t> ids;
+        for (const Json& id : seq) {
+            if (!id.is_number_integer() || id.get<int64_t>() < 0)
+                r.fail_field("bad_words_ids", "holds " + id.dump() + ", not a token id");
+            ids.push_back(id.get<int64_t>());
+        }
+        total += ids.size();
+        if (total > kMaxIds) r.fail_field("bad_words_ids", "holds more than " + std::to_string(kMaxIds) + " ids");
+        out.push_back(std::move(ids));
+    }
+    return out;
 }
 
 GenerationConfig parse_generation(const ObjectReader& r) {
@@ -185,10 +221,21 @@ GenerationConfig parse_generation(const ObjectReader& r) {
     g.decoder_start_token_id = r.get_int("decoder_start_token_id");
     g.forced_bos_token_id = r.get_int("forced_bos_token_id");
     g.forced_eos_token_id = r.get_int("forced_eos_token_id");
+    g.bad_words_ids = parse_bad_words(r);
+    g.renormalize_logits = r.get_bool("renormalize_logits", g.renormalize_logits);
     return g;
 }
 
 }  // namespace
+
+const char* to_string(PositionEmbedding kind) {
+    switch (kind) {
+        case PositionEmbedding::Learned: return "learned";
+        case PositionEmbedding::Sinusoidal: return "sinusoidal";
+        case PositionEmbedding::SinusoidalFromPad: return "sinusoidal from pad";
+    }
+    return "unknown";
+}
 
 const char* to_string(Family family) {
     switch (family) {
@@ -209,9 +256,15 @@ int64_t ModelConfig::vocab_size() const {
 }
 
 std::optional<int64_t> ModelConfig::context_tokens() const {
-    // T5's relative position buckets and BLOOM's ALiBi have no table to run out of.
-    if (family == Family::Bart) return bart().max_position_embeddings;
+    // T5's relative position buckets and BLOOM's ALiBi have no table to run out of; M2M100's
+    // sinusoidal table is rebuilt longer when a sequence passes it (as transformers does).
+    if (family == Family::Bart && bart().position_embedding != PositionEmbedding::SinusoidalFromPad)
+        return bart().max_position_embeddings;
     return std::nullopt;
+}
+
+int64_t ModelConfig::target_vocab_size() const {
+    return family == Family::Bart ? bart().target_vocab_size() : vocab_size();
 }
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& path) {
@@ -222,18 +275,19 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     if (!model_type)
         throw Error(ErrorKind::Format, path, "missing 'model_type' (expected \"t5\", \"bart\" or \"bloom\")");
     m.model_type = *model_type;
-    if (m.model_type == "t5") {
+    if (io::is_t5_model_type(m.model_type)) {
         m.family = Family::T5;
-        m.arch = parse_t5(r);
-    } else if (m.model_type == "bart") {
+        m.arch = parse_t5(r, m.model_type);
+    } else if (io::is_bart_model_type(m.model_type)) {
         m.family = Family::Bart;
-        m.arch = parse_bart(r);
+        m.arch = parse_bart(r, m.model_type);
     } else if (m.model_type == "bloom") {
         m.family = Family::Bloom;
         m.arch = parse_bloom(r);
     } else {
         throw Error(ErrorKind::Unsupported, path,
-                    "model_type '" + m.model_type + "' is not supported (supported: t5, bart, bloom)");
+                    "model_type '" + m.model_type +
+                        "' is not supported (supported: t5, mt5, bart, marian, mbart, m2m_100, pegasus, bloom)");
     }
     m.name_or_path = r.get_string("_name_or_path", "");
     m.torch_dtype = r.get_string("torch_dtype", "");
@@ -257,7 +311,7 @@ namespace {
 // Token ids the engine emits or feeds (forced tokens, the decoder start) must exist: caught here, at
 // load, rather than by the embedding lookup of every step.
 GenerationConfig checked(GenerationConfig g, const ModelConfig& model, const std::string& path) {
-    const int64_t vocab = model.vocab_size();
+    const int64_t vocab = model.target_vocab_size();
     auto check = [&](const char* key, const std::optional<int64_t>& id) {
         if (id && (*id < 0 || *id >= vocab))
             throw Error(ErrorKind::Format, path,
@@ -267,6 +321,9 @@ GenerationConfig checked(GenerationConfig g, const ModelConfig& model, const std
     check("forced_bos_token_id", g.forced_bos_token_id);
     check("forced_eos_token_id", g.forced_eos_token_id);
     check("decoder_start_token_id", g.decoder_start_token_id);
+    // As SequenceBiasLogitsProcessor refuses them: every banned id must have a score.
+    for (const auto& seq : g.bad_words_ids)
+        for (int64_t id : seq) check("bad_words_ids entry", id);
     return g;
 }
 
@@ -292,7 +349,10 @@ GenerationConfig load_generation_config(const std::string& dir, const ModelConfi
             const auto& c = model.t5();
             set("pad_token_id", c.pad_token_id);
             set("eos_token_id", c.eos_token_id);
-            set("decoder_start_token_id", ObjectReader(merged, config_path).get_int("decoder_start_token_id"));
+            const ObjectReader r(merged, config_path);
+            // T5Config has no default start; MT5Config passes 0 itself (an explicit null stays null).
+            const bool mt5_default = model.model_type == "mt5" && !r.contains_key("decoder_start_token_id");
+            set("decoder_start_token_id", mt5_default ? c.decoder_start_token_id : r.get_int("decoder_start_token_id"));
             break;
         }
         case Family::Bart: {
@@ -321,7 +381,11 @@ std::optional<int64_t> decoder_start_token_id(const ModelConfig& model, const Ge
     if (generation.decoder_start_token_id) return generation.decoder_start_token_id;
     switch (model.family) {
         case Family::T5: return model.t5().decoder_start_token_id;
-        case Family::Bart: return model.bart().decoder_start_token_id;
+        case Family::Bart: {
+            const BartConfig& c = model.bart();
+            if (c.decoder_start_token_id) return c.decoder_start_token_id;
+            return generation.bos_token_id ? generation.bos_token_id : c.bos_token_id;
+        }
         case Family::Bloom: break;
     }
     return std::nullopt;

@@ -39,7 +39,7 @@ private:
     std::shared_ptr<const ops::CpuMatmul> packed_;
 };
 
-enum class Activation { Relu, GeluTanh, GeluErf };
+enum class Activation { Relu, GeluTanh, GeluErf, Silu };
 // Maps HF's activation names ("relu", "gelu", "gelu_new", "gelu_pytorch_tanh", ...).
 // Throws lorascope::Error (Unsupported) naming `where` for anything else.
 Activation parse_activation(const std::string& name, const std::string& where);

@@ -106,6 +106,23 @@ at::Tensor Model::decode_step(DecodeState& state, const at::Tensor& tokens, cons
     return forward(state, TokenBatch::single_tokens(tokens), LogitsAt::LastValid, lora);
 }
 
+namespace {
+
+// Every generation starts from this token: a model whose config names none, or one outside the
+// decoder's vocabulary (Marian's class default 58100 in a smaller model), is refused at load.
+void check_decoder_start(const Model& model, const std::string& dir) {
+    const auto start = lorascope::decoder_start_token_id(model.config(), model.generation_config());
+    if (!start)
+        throw Error(ErrorKind::Format, dir + "/config.json",
+                    "no decoder_start_token_id (nor bos_token_id) says where the decoder starts");
+    if (*start < 0 || *start >= model.vocab_size())
+        throw Error(ErrorKind::Format, dir + "/config.json",
+                    "decoder_start_token_id " + std::to_string(*start) + " is outside the decoder's vocabulary [0, " +
+                        std::to_string(model.vocab_size()) + ")");
+}
+
+}  // namespace
+
 std::unique_ptr<Model> load_model(const std::string& dir, const LoadOptions& options) {
     ModelConfig config = load_model_config(dir);
     GenerationConfig generation = load_generation_config(dir, config);
@@ -125,6 +142,7 @@ std::unique_ptr<Model> load_model(const std::string& dir, const LoadOptions& opt
         case Family::Bloom: model = CausalLM::load_bloom(config, generation, store, tensor_options, packing); break;
     }
     if (!model) throw Error(ErrorKind::Unsupported, dir + "/config.json", "unknown model family");
+    if (model->is_encoder_decoder()) check_decoder_start(*model, dir);
     if (options.kv_cache_dtype) model->set_cache_dtype(*options.kv_cache_dtype);
     return model;
 }

@@ -66,7 +66,9 @@ public:
     const GenerationConfig& generation_config() const { return generation_; }
     Family family() const { return config_.family; }
     bool is_encoder_decoder() const { return config_.is_encoder_decoder(); }
-    int64_t vocab_size() const { return vocab_size_; }
+    int64_t vocab_size() const { return vocab_size_; }  // the logits' width
+    // Ids a prompt may hold: the encoder's vocabulary (Marian's may differ from the decoder's).
+    virtual int64_t source_vocab_size() const { return vocab_size_; }
     at::TensorOptions options() const { return options_; }
     const std::string& directory() const { return directory_; }
     // Every adapter-targetable linear, with HF module names (what PEFT's target_modules match).

@@ -1,8 +1,32 @@
 #include "models/score.h"
 
+#include <algorithm>
+
 #include "lorascope/error.h"
 
 namespace lorascope::models {
+
+namespace {
+
+// The decoder's input for labels, as HF's model builds it from `labels`: -100 read as pad, shifted
+// right behind the decoder start. mBART's shift_tokens_right starts instead from the last non-pad
+// label (its target language code, as its tokenizer places it).
+std::vector<int64_t> decoder_input_for(const Model& model, const std::vector<int64_t>& labels) {
+    const int64_t pad = model.pad_token_id();
+    std::vector<int64_t> padded;
+    for (int64_t t : labels) padded.push_back(t == kIgnoreLabel ? pad : t);
+    int64_t start = model.decoder_start_token_id();
+    if (model.config().model_type == "mbart") {
+        const auto non_pad = std::count_if(padded.begin(), padded.end(), [pad](int64_t t) { return t != pad; });
+        if (non_pad == 0) throw Error(ErrorKind::InvalidArgument, "mBART labels need a token other than pad to start from");
+        start = padded[static_cast<size_t>(non_pad - 1)];
+    }
+    std::vector<int64_t> out{start};
+    out.insert(out.end(), padded.begin(), padded.end() - 1);
+    return out;
+}
+
+}  // namespace
 
 ScoreResult score(const Model& model, const std::vector<int64_t>& source, const std::vector<int64_t>& labels,
                   const LoraHook* lora) {
@@ -17,8 +41,7 @@ ScoreResult score(const Model& model, const std::vector<int64_t>& source, const 
     std::vector<int64_t> target;    // labels aligned with logits rows
     if (model.is_encoder_decoder()) {
         DecodeState state = model.start(TokenBatch::from_rows({source}, pad, model.options().device()), lora);
-        std::vector<int64_t> decoder_input{model.decoder_start_token_id()};
-        for (size_t j = 0; j + 1 < labels.size(); ++j) decoder_input.push_back(labels[j] == kIgnoreLabel ? pad : labels[j]);
+        const std::vector<int64_t> decoder_input = decoder_input_for(model, labels);
         logits = model.forward(state, TokenBatch::from_rows({decoder_input}, pad, model.options().device()),
                                LogitsAt::All, lora)[0];
         target = labels;

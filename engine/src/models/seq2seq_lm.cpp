@@ -87,20 +87,86 @@ std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_t5(const ModelConfig& config, const G
     }
     m->decoder_final_norm_ = b.rms_norm("decoder.final_layer_norm", c.d_model, eps);
     m->lm_head_ = b.linear("lm_head", c.d_model, c.vocab_size, false);
-    m->shared_ = b.embedding("shared.weight", c.vocab_size, c.d_model);  // after the head: tied weights are held once
+    // After the head: tied weights are held once.
+    m->encoder_embed_ = m->decoder_embed_ = b.embedding("shared.weight", c.vocab_size, c.d_model);
+    m->source_vocab_ = c.vocab_size;
     const bool scale = c.scale_decoder_outputs.value_or(c.tie_word_embeddings);
     m->output_scale_ = scale ? std::pow(static_cast<double>(c.d_model), -0.5) : 1.0;
     return m;
+}
+
+namespace {
+
+FeedForward bart_ffn(ModuleBuilder& b, const std::string& p, int64_t d, int64_t inner, Activation act) {
+    return FeedForward(b.linear(p + ".fc1", d, inner, true), b.linear(p + ".fc2", inner, d, true), act);
+}
+
+// One encoder or decoder layer of the BART family: post-LN as BART and Marian, pre-LN as mBART,
+// Pegasus and M2M100. HF's encoder layers alone clamp float16 overflow.
+TransformerBlock bart_layer(ModuleBuilder& b, const std::string& p, const BartConfig& c, AttentionShape shape,
+                            int64_t ffn_dim, Activation act, bool decoder) {
+    TransformerBlock blk;
+    blk.placement = c.pre_layer_norm ? NormPlacement::Pre : NormPlacement::Post;
+    blk.half_guard = decoder ? HalfOverflowGuard::None : HalfOverflowGuard::ClampOnInfOrNan;
+    blk.self_attn = fused_self_attention(b, p + ".self_attn", shape, c.d_model, "q_proj", "k_proj", "v_proj", "out_proj", true);
+    blk.self_norm = b.layer_norm(p + ".self_attn_layer_norm", c.d_model, 1e-5);
+    if (decoder) {
+        blk.has_cross = true;
+        blk.cross_attn = cross_attention(b, p + ".encoder_attn", shape, c.d_model, "q_proj", "k_proj", "v_proj", "out_proj", true);
+        blk.cross_norm = b.layer_norm(p + ".encoder_attn_layer_norm", c.d_model, 1e-5);
+    }
+    blk.ffn = bart_ffn(b, p, c.d_model, ffn_dim, act);
+    blk.ffn_norm = b.layer_norm(p + ".final_layer_norm", c.d_model, 1e-5);
+    return blk;
+}
+
+PositionTable bart_positions(ModuleBuilder& b, const BartConfig& c, const char* stack, at::TensorOptions options) {
+    const std::string name = std::string("model.") + stack + ".embed_positions.weight";
+    switch (c.position_embedding) {
+        case PositionEmbedding::Learned:
+            // fairseq's padding_idx + 1: BART's learned positions start at row 2.
+            return PositionTable(c.position_embedding, b.tensor(name, {c.max_position_embeddings + 2, c.d_model}), 2);
+        case PositionEmbedding::Sinusoidal: {
+            // Pegasus's files hold the table (Marian's leave it out); HF then uses the file's.
+            auto stored = b.optional_tensor(name, {c.max_position_embeddings, c.d_model});
+            at::Tensor table = stored ? *stored : marian_sinusoid_table(c.max_position_embeddings, c.d_model).to(options);
+            return PositionTable(c.position_embedding, table, 0);
+        }
+        case PositionEmbedding::SinusoidalFromPad:
+            return PositionTable::from_pad(c.max_position_embeddings, c.d_model, c.pad_token_id, options);
+    }
+    return {};
+}
+
+}  // namespace
+
+void Seq2SeqLM::load_bart_embeddings(const BartConfig& c, ModuleBuilder& b) {
+    embed_scale_ = c.scale_embedding ? std::sqrt(static_cast<double>(c.d_model)) : 1.0;
+    encoder_positions_ = bart_positions(b, c, "encoder", options_);
+    decoder_positions_ = bart_positions(b, c, "decoder", options_);
+    if (c.layernorm_embedding) {
+        encoder_embed_norm_ = b.layer_norm("model.encoder.layernorm_embedding", c.d_model, 1e-5);
+        decoder_embed_norm_ = b.layer_norm("model.decoder.layernorm_embedding", c.d_model, 1e-5);
+    }
+    // After the head: tied weights are held once.
+    if (c.share_encoder_decoder_embeddings) {
+        encoder_embed_ = decoder_embed_ = b.embedding("model.shared.weight", c.vocab_size, c.d_model);
+    } else {  // Marian's separate vocabularies: two tables (a tied head is the decoder's)
+        encoder_embed_ = b.embedding("model.encoder.embed_tokens.weight", c.vocab_size, c.d_model);
+        decoder_embed_ = b.embedding("model.decoder.embed_tokens.weight", c.vocab_size, c.d_model);
+    }
 }
 
 std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_bart(const ModelConfig& config, const GenerationConfig& generation,
                                                 std::shared_ptr<weights::WeightStore> store, at::TensorOptions options,
                                               std::optional<ops::MatmulKind> packing) {
     const BartConfig& c = config.bart();
+    const int64_t target_vocab = c.target_vocab_size();
     std::unique_ptr<Seq2SeqLM> m(new Seq2SeqLM());
-    m->init_common(config, generation, options, store->directory(), c.vocab_size);
+    m->init_common(config, generation, options, store->directory(), target_vocab);
     m->t5_ = false;
     m->d_model_ = c.d_model;
+    m->source_vocab_ = c.vocab_size;
     const std::string where = store->directory() + "/config.json";
     // HF allows different head counts in the encoder and the decoder (whose cross-attention uses
     // the decoder's); each stack gets its own shape, and the cache the decoder's.
@@ -114,53 +180,42 @@ std::unique_ptr<Seq2SeqLM> Seq2SeqLM::load_bart(const ModelConfig& config, const
     const int64_t encoder_head_dim = c.d_model / c.encoder_attention_heads;
     const AttentionShape encoder_shape{c.encoder_attention_heads, encoder_head_dim, 1.0,
                                        std::pow(static_cast<double>(encoder_head_dim), -0.5)};
-    m->embed_scale_ = c.scale_embedding ? std::sqrt(static_cast<double>(c.d_model)) : 1.0;
+    const AttentionShape shape{m->heads_, m->head_dim_, 1.0, std::pow(static_cast<double>(m->head_dim_), -0.5)};
     const Activation act = parse_activation(c.activation_function, where);
     ModuleBuilder b(store, m->sites_, packing);
-    m->encoder_positions_ = b.tensor("model.encoder.embed_positions.weight", {c.max_position_embeddings + 2, c.d_model});
-    m->decoder_positions_ = b.tensor("model.decoder.embed_positions.weight", {c.max_position_embeddings + 2, c.d_model});
-    m->encoder_embed_norm_ = b.layer_norm("model.encoder.layernorm_embedding", c.d_model, 1e-5);
-    m->decoder_embed_norm_ = b.layer_norm("model.decoder.layernorm_embedding", c.d_model, 1e-5);
-    const AttentionShape shape{m->heads_, m->head_dim_, 1.0, std::pow(static_cast<double>(m->head_dim_), -0.5)};
-    for (int64_t i = 0; i < c.encoder_layers; ++i) {
-        const std::string p = layer_path("model.encoder.layers", i);
-        TransformerBlock blk;
-        blk.placement = NormPlacement::Post;
-        blk.half_guard = HalfOverflowGuard::ClampOnInfOrNan;
-        blk.self_attn = fused_self_attention(b, p + ".self_attn", encoder_shape, c.d_model, "q_proj", "k_proj", "v_proj", "out_proj", true);
-        blk.self_norm = b.layer_norm(p + ".self_attn_layer_norm", c.d_model, 1e-5);
-        blk.ffn = FeedForward(b.linear(p + ".fc1", c.d_model, c.encoder_ffn_dim, true),
-                              b.linear(p + ".fc2", c.encoder_ffn_dim, c.d_model, true), act);
-        blk.ffn_norm = b.layer_norm(p + ".final_layer_norm", c.d_model, 1e-5);
-        m->encoder_.push_back(std::move(blk));
+    for (int64_t i = 0; i < c.encoder_layers; ++i)
+        m->encoder_.push_back(bart_layer(b, layer_path("model.encoder.layers", i), c, encoder_shape, c.encoder_ffn_dim, act, false));
+    for (int64_t i = 0; i < c.decoder_layers; ++i)
+        m->decoder_.push_back(bart_layer(b, layer_path("model.decoder.layers", i), c, shape, c.decoder_ffn_dim, act, true));
+    if (c.final_layer_norms) {
+        m->encoder_final_norm_ = b.layer_norm("model.encoder.layer_norm", c.d_model, 1e-5);
+        m->decoder_final_norm_ = b.layer_norm("model.decoder.layer_norm", c.d_model, 1e-5);
     }
-    for (int64_t i = 0; i < c.decoder_layers; ++i) {
-        const std::string p = layer_path("model.decoder.layers", i);
-        TransformerBlock blk;
-        blk.placement = NormPlacement::Post;
-        blk.self_attn = fused_self_attention(b, p + ".self_attn", shape, c.d_model, "q_proj", "k_proj", "v_proj", "out_proj", true);
-        blk.self_norm = b.layer_norm(p + ".self_attn_layer_norm", c.d_model, 1e-5);
-        blk.has_cross = true;
-        blk.cross_attn = cross_attention(b, p + ".encoder_attn", shape, c.d_model, "q_proj", "k_proj", "v_proj", "out_proj", true);
-        blk.cross_norm = b.layer_norm(p + ".encoder_attn_layer_norm", c.d_model, 1e-5);
-        blk.ffn = FeedForward(b.linear(p + ".fc1", c.d_model, c.decoder_ffn_dim, true),
-                              b.linear(p + ".fc2", c.decoder_ffn_dim, c.d_model, true), act);
-        blk.ffn_norm = b.layer_norm(p + ".final_layer_norm", c.d_model, 1e-5);
-        m->decoder_.push_back(std::move(blk));
-    }
-    m->lm_head_ = b.linear("lm_head", c.d_model, c.vocab_size, false);
-    m->shared_ = b.embedding("model.shared.weight", c.vocab_size, c.d_model);  // after the head: tied weights are held once
-    if (auto bias = b.optional_tensor("final_logits_bias", {1, c.vocab_size})) m->final_logits_bias_ = bias->view({-1});
+    m->lm_head_ = b.linear("lm_head", c.d_model, target_vocab, false);
+    m->load_bart_embeddings(c, b);
+    // Sized by the target vocabulary even under a head tied to a larger table, where HF then fails too.
+    const int64_t bias_rows = c.share_encoder_decoder_embeddings ? c.vocab_size : c.decoder_vocab_size;
+    if (c.final_logits_bias)
+        if (auto bias = b.optional_tensor("final_logits_bias", {1, bias_rows})) m->final_logits_bias_ = bias->view({-1});
     return m;
 }
 
-at::Tensor Seq2SeqLM::embed(const at::Tensor& ids, const at::Tensor& positions, bool decoder) const {
-    at::Tensor h = shared_.forward(ids);
+at::Tensor Seq2SeqLM::embed(const at::Tensor& ids, const std::vector<int64_t>& past, bool decoder) const {
+    at::Tensor h = (decoder ? decoder_embed_ : encoder_embed_).forward(ids);
     if (t5_) return h;
     if (embed_scale_ != 1.0) h = h * embed_scale_;
-    // BART's learned positions start at offset 2 (fairseq's padding_idx + 1).
-    h = h + at::embedding(decoder ? decoder_positions_ : encoder_positions_, positions + 2);
-    return (decoder ? decoder_embed_norm_ : encoder_embed_norm_).forward(h);
+    h = h + (decoder ? decoder_positions_ : encoder_positions_).forward(ids, past);
+    const Norm& norm = decoder ? decoder_embed_norm_ : encoder_embed_norm_;
+    return norm.defined() ? norm.forward(h) : h;
+}
+
+void Seq2SeqLM::check_length(int64_t length, bool decoder) const {
+    if (t5_) return;
+    const auto limit = (decoder ? decoder_positions_ : encoder_positions_).max_length();
+    if (limit && length > *limit)
+        throw Error(ErrorKind::InvalidArgument, directory_,
+                    std::string(decoder ? "decoder length " : "input of ") + std::to_string(length) +
+                        (decoder ? "" : " tokens") + " exceeds max_position_embeddings " + std::to_string(*limit));
 }
 
 // Bucketed relative positions [..., T, L] -> bias [..., H, T, L] (batch dims kept in front).
@@ -174,16 +229,12 @@ Model::EncoderWork Seq2SeqLM::begin_encoder(const TokenBatch& prompts) const {
     const int64_t B = prompts.rows(), S = prompts.ids.size(1);
     for (int64_t n : prompts.lengths)
         if (n < 1 || n > S) throw Error(ErrorKind::InvalidArgument, "every encoder input needs 1.." + std::to_string(S) + " tokens");
-    if (!t5_ && S > encoder_positions_.size(0) - 2)
-        throw Error(ErrorKind::InvalidArgument, directory_,
-                    "input of " + std::to_string(S) + " tokens exceeds max_position_embeddings " +
-                        std::to_string(encoder_positions_.size(0) - 2));
+    check_length(S, /*decoder=*/false);
     EncoderWork work;
     work.prompts = prompts;
     const at::Tensor ids = prompts.ids.to(options_.device());
     const auto long_opts = at::TensorOptions().dtype(at::kLong).device(options_.device());
-    at::Tensor positions = at::arange(S, long_opts).unsqueeze(0).expand({B, S});
-    work.hidden = embed(ids, positions, /*decoder=*/false);
+    work.hidden = embed(ids, std::vector<int64_t>(static_cast<size_t>(B), 0), /*decoder=*/false);
     at::Tensor bias = padding_mask(prompts.lengths, S, options_);
     if (t5_) {
         at::Tensor slots = at::arange(S, long_opts);
@@ -203,7 +254,7 @@ void Seq2SeqLM::run_encoder(EncoderWork& work, int64_t units, const LoraHook* lo
 
 DecodeState Seq2SeqLM::finish_encoder(EncoderWork& work, const LoraHook* lora, std::shared_ptr<KvPool> pool) const {
     run_encoder(work, encoder_units(), lora);
-    at::Tensor h = t5_ ? encoder_final_norm_.forward(work.hidden) : work.hidden;
+    at::Tensor h = encoder_final_norm_.defined() ? encoder_final_norm_.forward(work.hidden) : work.hidden;
     std::vector<at::Tensor> keys, values;
     for (const auto& blk : decoder_) {
         auto kv = blk.cross_attn.project_memory(h, lora);
@@ -230,19 +281,14 @@ at::Tensor Seq2SeqLM::forward(DecodeState& state, const TokenBatch& tokens, Logi
     const std::vector<int64_t> past = state.lengths();
     const int64_t L = state.max_length() + T;
     const bool equal = state.uniform();
-    if (!t5_) {
-        const int64_t limit = decoder_positions_.size(0) - 2;
-        if (L > limit)
-            throw Error(ErrorKind::InvalidArgument, directory_,
-                        "decoder length " + std::to_string(L) + " exceeds max_position_embeddings " + std::to_string(limit));
-    }
+    check_length(L, /*decoder=*/true);
     const at::Tensor ids = tokens.ids.to(options_.device());
-    at::Tensor positions = query_positions(past, T, options_.device());  // [B, T]
-    at::Tensor h = embed(ids, positions, /*decoder=*/true);
+    at::Tensor h = embed(ids, past, /*decoder=*/true);
     at::Tensor bias = causal_mask(past, T, L, options_);
     if (t5_) {
         // Rows of equal length share one bias; otherwise each row has its own query positions.
         const auto long_opts = at::TensorOptions().dtype(at::kLong).device(options_.device());
+        at::Tensor positions = query_positions(past, T, options_.device());             // [B, T]
         at::Tensor q = equal ? positions.narrow(0, 0, 1) : positions;                  // [B', T]
         at::Tensor relative = at::arange(L, long_opts).view({1, 1, L}) - q.unsqueeze(2);  // [B', T, L]
         at::Tensor position = t5_bias(relative, /*decoder=*/true);
@@ -258,10 +304,8 @@ at::Tensor Seq2SeqLM::forward(DecodeState& state, const TokenBatch& tokens, Logi
         for (int64_t n : tokens.lengths) last.push_back(n - 1);
         h = T == 1 ? h.select(1, 0) : gather_positions(h, last);
     }
-    if (t5_) {
-        h = decoder_final_norm_.forward(h);
-        if (output_scale_ != 1.0) h = h * output_scale_;
-    }
+    if (decoder_final_norm_.defined()) h = decoder_final_norm_.forward(h);
+    if (output_scale_ != 1.0) h = h * output_scale_;
     at::Tensor logits = lm_head_.forward(h.dim() == 2 ? h.unsqueeze(1) : h, lora);
     if (final_logits_bias_.defined()) logits.add_(final_logits_bias_);
     if (h.dim() == 2) logits = logits.squeeze(1);

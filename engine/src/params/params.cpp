@@ -1,5 +1,6 @@
 #include "lorascope/params.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -238,6 +239,11 @@ ResolvedGenerationParams resolve(const GenerationParams& p, const GenerationConf
     r.eos_token_ids = c.eos_token_ids;
     r.forced_bos_token_id = c.forced_bos_token_id;
     r.forced_eos_token_id = c.forced_eos_token_id;
+    for (const auto& seq : c.bad_words_ids) {
+        const bool is_eos = seq.size() == 1 && std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), seq[0]) != c.eos_token_ids.end();
+        if (!is_eos) r.bad_words_ids.push_back(seq);
+    }
+    r.renormalize_logits = c.renormalize_logits;
 
     // Validate the merged values: generation_config.json can be wrong too.
     GenerationParams merged;

@@ -60,6 +60,24 @@ void no_repeat_ngram(std::vector<int64_t>& banned_flat, const std::vector<Logits
     }
 }
 
+// NoBadWordsLogitsProcessor: the last token of a banned sequence whose other tokens end input_ids
+// (a one-token sequence always). Sequences longer than input_ids never apply.
+void bad_words(std::vector<int64_t>& banned_flat, const std::vector<LogitsRow>& rows, int64_t vocab) {
+    for (size_t r = 0; r < rows.size(); ++r) {
+        const std::vector<int64_t>& ids = *rows[r].input_ids;
+        for (const auto& seq : rows[r].params->bad_words_ids) {
+            const size_t prefix = seq.size() - 1;
+            if (seq.size() > ids.size()) continue;
+            if (!std::equal(seq.begin(), seq.end() - 1, ids.end() - static_cast<std::ptrdiff_t>(prefix))) continue;
+            if (seq.back() >= vocab)
+                throw Error(ErrorKind::InvalidArgument, "generation_config.json",
+                            "bad_words_ids names token " + std::to_string(seq.back()) + ", outside the vocabulary of " +
+                                std::to_string(vocab));
+            banned_flat.push_back(static_cast<int64_t>(r) * vocab + seq.back());
+        }
+    }
+}
+
 // MinLengthLogitsProcessor and MinNewTokensLengthLogitsProcessor: eos is impossible while the
 // row is shorter than its minimum (both reduce to one count of new tokens).
 void min_length(std::vector<int64_t>& banned_flat, const std::vector<LogitsRow>& rows, int64_t vocab) {
@@ -116,14 +134,23 @@ void apply_logits_processors(at::Tensor& scores, const std::vector<LogitsRow>& r
     // N-gram bans and eos suppression both set entries to -inf and commute: one fill for both.
     std::vector<int64_t> banned;
     no_repeat_ngram(banned, rows, vocab);
+    bad_words(banned, rows, vocab);
     min_length(banned, rows, vocab);
     if (!banned.empty()) scores.view({-1}).index_fill_(0, long_tensor(banned, scores), kNegInf);
     forced_tokens(scores, rows);
 }
 
+void renormalize_logits(at::Tensor& scores, const std::vector<LogitsRow>& rows) {
+    std::vector<int64_t> idx;
+    for (size_t r = 0; r < rows.size(); ++r)
+        if (rows[r].params->renormalize_logits) idx.push_back(static_cast<int64_t>(r));
+    apply_to_rows(scores, idx, [](const at::Tensor& s) { return s.log_softmax(-1); });
+}
+
 void process_logits(at::Tensor& scores, const std::vector<LogitsRow>& rows) {
     apply_logits_processors(scores, rows);
     apply_logits_warpers(scores, rows);
+    renormalize_logits(scores, rows);
 }
 
 }  // namespace lorascope::sampling

@@ -49,8 +49,10 @@ std::vector<std::string> tied_group(const ModelConfig& config) {
             return g;
         }
         case Family::Bart: {
-            std::vector<std::string> g{"model.shared.weight", "model.encoder.embed_tokens.weight",
-                                       "model.decoder.embed_tokens.weight"};
+            // Marian with separate vocabularies: the encoder's table stands alone, the head is the decoder's.
+            std::vector<std::string> g{"model.decoder.embed_tokens.weight"};
+            if (config.bart().share_encoder_decoder_embeddings)
+                g = {"model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"};
             if (config.bart().tie_word_embeddings) g.push_back("lm_head.weight");
             return g;
         }
