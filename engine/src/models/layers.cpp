@@ -60,6 +60,7 @@ Activation parse_activation(const std::string& name, const std::string& where) {
     if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast" || name == "bloom_gelu")
         return Activation::GeluTanh;
     if (name == "gelu") return Activation::GeluErf;
+    if (name == "silu" || name == "swish") return Activation::Silu;
     throw Error(ErrorKind::Unsupported, where, "activation '" + name + "' is not supported");
 }
 
@@ -68,6 +69,7 @@ at::Tensor activate(Activation act, const at::Tensor& x) {
         case Activation::Relu: return at::relu(x);
         case Activation::GeluTanh: return at::gelu(x, "tanh");
         case Activation::GeluErf: return at::gelu(x);
+        case Activation::Silu: return at::silu(x);
     }
     return x;
 }
