@@ -10,7 +10,7 @@
 namespace lorascope::test {
 
 inline const std::vector<std::string>& lora_bases() {
-    static const std::vector<std::string> names = {"t5", "t5_gated", "bart", "bloom"};
+    static const std::vector<std::string> names = {"t5", "t5_gated", "bart", "bloom", "llama", "mistral", "qwen2"};
     return names;
 }
 
