@@ -31,6 +31,9 @@ public:
     // Row b's queries sit at positions past[b] + t (t < T). Dynamic NTK scaling recomputes the
     // frequencies from the sequence length of each row's pass (`lengths[b]`: the last position + 1
     // that HF's forward pass sees), as LlamaRotaryEmbedding._dynamic_frequency_update does per call.
+    // Per row, so that a request's numbers are those of HF running it alone: HF's batched pass takes
+    // the longest row's length for every row (and keeps a longer earlier length until a pass shorter
+    // than max_position_embeddings resets it), so its own batched output differs from alone.
     RotaryTables tables(const std::vector<int64_t>& past, int64_t T, const std::vector<int64_t>& lengths,
                         at::TensorOptions options) const;
 
