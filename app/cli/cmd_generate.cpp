@@ -44,7 +44,7 @@ const char* const kUsage =
     "  --kv-cache-mb: the KV cache's size (default: from the model and the free memory); requests that\n"
     "          do not fit wait in the queue\n"
     "  --prefill-budget: prompt tokens prefilled per step at most (default 16; 0 = no limit), so that\n"
-    "          running requests keep decoding while newcomers are prefilled; --prefill-chunk: BLOOM prompt\n"
+    "          running requests keep decoding while newcomers are prefilled; --prefill-chunk: decoder-only prompt\n"
     "          chunks (default: the budget, at least 128)\n"
     "  --demo: the trained demo pack's model (default t5) with all its adapters; without --input, each example\n"
     "          prompt is decoded under the base model and every adapter in one batch (ids \"exN/<target>\")\n";
