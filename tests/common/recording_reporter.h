@@ -5,7 +5,7 @@
 #include <QString>
 #include <QStringList>
 
-#include "error_reporter.h"
+#include "shell/error_reporter.h"
 
 namespace lorascope::test {
 

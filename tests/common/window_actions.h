@@ -8,10 +8,10 @@
 
 #include <vector>
 
-#include "engine_bridge.h"
-#include "main_window.h"
-#include "model_panel.h"
-#include "request_record.h"
+#include "engine_link/engine_bridge.h"
+#include "shell/main_window.h"
+#include "model/model_panel.h"
+#include "requests/request_record.h"
 
 namespace lorascope::test {
 

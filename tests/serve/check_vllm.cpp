@@ -24,9 +24,9 @@
 #include <mutex>
 
 #include "lorascope/error.h"
-#include "remote_backend.h"
+#include "remote/remote_backend.h"
 #include "wait_sink.h"
-#include "server_metrics.h"
+#include "remote/server_metrics.h"
 
 using nlohmann::json;
 using namespace lorascope;

@@ -24,7 +24,7 @@
 
 #include "cli_process.h"
 #include "lorascope/error.h"
-#include "remote_backend.h"
+#include "remote/remote_backend.h"
 #include "wait_sink.h"
 #include "serve_process.h"
 #include "test_env.h"

@@ -17,15 +17,15 @@
 
 #include <map>
 
-#include "adapter_list_model.h"
+#include "model/adapter_list_model.h"
 #include "cli_process.h"
-#include "comparison_view.h"
-#include "main_window.h"
-#include "model_panel.h"
-#include "prompt_composer.h"
-#include "remote_backend.h"
-#include "request_board.h"
-#include "request_table_model.h"
+#include "compare/comparison_view.h"
+#include "shell/main_window.h"
+#include "model/model_panel.h"
+#include "requests/prompt_composer.h"
+#include "remote/remote_backend.h"
+#include "requests/request_board.h"
+#include "requests/request_table_model.h"
 #include "serve_process.h"
 #include "window_actions.h"
 

@@ -6,7 +6,7 @@
 #include <QtTest>
 #include <map>
 
-#include "engine_bridge.h"
+#include "engine_link/engine_bridge.h"
 #include "fake_engine.h"
 #include "ui_test_support.h"
 

@@ -7,16 +7,16 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "adapter_list_model.h"
-#include "engine_bridge.h"
+#include "model/adapter_list_model.h"
+#include "engine_link/engine_bridge.h"
 #include "fake_engine.h"
-#include "hf_cache.h"
+#include "model/hf_cache.h"
 #include "lorascope/error.h"
 #include "lorascope/finish_json.h"
-#include "prompt_source.h"
-#include "request_table_model.h"
-#include "results_export.h"
-#include "step_stats_model.h"
+#include "requests/prompt_source.h"
+#include "requests/request_table_model.h"
+#include "requests/results_export.h"
+#include "inspector/step_stats_model.h"
 #include "ui_test_support.h"
 
 using namespace lorascope;

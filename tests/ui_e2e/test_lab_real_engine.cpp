@@ -23,31 +23,31 @@
 #include <sstream>
 
 #include "cli_process.h"
-#include "error_reporter.h"
+#include "shell/error_reporter.h"
 #include "recording_reporter.h"
 #include "event_loop_probe.h"
-#include "lab_charts.h"
-#include "lab_policy_editor.h"
-#include "lab_request_model.h"
-#include "lab_run_data.h"
-#include "lab_runner.h"
-#include "lab_summary_model.h"
-#include "lab_timeline_widget.h"
-#include "lab_view.h"
-#include "lab_workload_form.h"
+#include "lab/lab_charts.h"
+#include "lab/lab_policy_editor.h"
+#include "lab/lab_request_model.h"
+#include "lab/lab_run_data.h"
+#include "lab/lab_runner.h"
+#include "lab/lab_summary_model.h"
+#include "lab/lab_timeline_widget.h"
+#include "lab/lab_view.h"
+#include "lab/lab_workload_form.h"
 #include "lorascope/bench_report.h"
 #include "lorascope/demo_pack.h"
 #include "lorascope/engine.h"
 #include "lorascope/error.h"
 #include "lorascope/workload.h"
-#include "adapter_list_model.h"
-#include "adapters_panel.h"
-#include "comparison_view.h"
-#include "main_window.h"
-#include "prompt_composer.h"
-#include "request_table_model.h"
-#include "model_panel.h"
-#include "screenshot.h"
+#include "model/adapter_list_model.h"
+#include "model/adapters_panel.h"
+#include "compare/comparison_view.h"
+#include "shell/main_window.h"
+#include "requests/prompt_composer.h"
+#include "requests/request_table_model.h"
+#include "model/model_panel.h"
+#include "shell/screenshot.h"
 #include "window_actions.h"
 
 using namespace lorascope;
@@ -364,10 +364,11 @@ private Q_SLOTS:
             QCOMPARE(int(lab()->runner()->data(p).requests().size()), 500);
             QCOMPARE(lab()->runner()->data(p).finishedCount(), 500);
         }
-        qInfo("500 requests: %d and %d steps, worst event-loop gap %lld ms over %lld ms",
+        qInfo("500 requests: %d and %d steps, worst GUI-thread busy stretch %.1f ms CPU (wall-clock gap %lld ms) "
+              "over %lld ms",
               int(lab()->runner()->data(0).steps().size()), int(lab()->runner()->data(1).steps().size()),
-              probe.worst_gap_ms(), probe.elapsed_ms());
-        QVERIFY2(probe.worst_gap_ms() <= 100, qPrintable(QStringLiteral("worst gap %1 ms").arg(probe.worst_gap_ms())));
+              probe.worst_busy_ms(), probe.worst_wall_gap_ms(), probe.elapsed_ms());
+        QVERIFY2(probe.worst_busy_ms() <= 100, qPrintable(QStringLiteral("worst busy stretch %1 ms").arg(probe.worst_busy_ms())));
     }
 
     // Found on the way: at the default 1280 x 800 the comparison view shows all four demo columns

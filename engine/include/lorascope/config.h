@@ -29,7 +29,7 @@ struct T5Config {
     bool is_gated_act = false;               // derived from feed_forward_proj
     bool tie_word_embeddings = true;
     // Set by newer transformers releases; when present it overrides the tie-based rule for the
-    // d_model ** -0.5 output scaling (DESIGN.md, reference-version differences).
+    // d_model ** -0.5 output scaling (docs/architecture.md, platform pitfalls).
     std::optional<bool> scale_decoder_outputs;
     int64_t pad_token_id = 0;
     int64_t eos_token_id = 1;

@@ -1,13 +1,13 @@
 #include "ops/single_query_attention.h"
 
-#include <ATen/Parallel.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "ops/cpu_isa.h"
 #include "ops/dot.h"
+#include "ops/thread_pool.h"
 
 namespace lorascope::ops {
 
@@ -40,9 +40,9 @@ inline const KV* run_start(const KV* base, int64_t b, int64_t j, int64_t stride_
 // One (row, key/value head) and the `group` query heads that share it (grouped-query attention; 1
 // otherwise): scores, softmax and the weighted sum of values in one pass over its keys, so that each
 // key and value is read once for the whole group and nothing is allocated. Per query head the
-// arithmetic and its order are those of one head alone. Inlined into each clone of attend_one,
-// built for AVX2+FMA and for the baseline ISA and picked at run time (the binary still runs on
-// older CPUs). A cloned dot/axpy called per key, with softmax and bias as separate passes, took
+// arithmetic and its order are those of one head alone. Inlined into attend_one's two builds,
+// for AVX2+FMA and for the baseline ISA, picked at run time from the instruction sets in effect
+// (ops/cpu_isa.h; the binary still runs on older CPUs). A cloned dot/axpy called per key, with softmax and bias as separate passes, took
 // 10-60% longer in a microbenchmark on t5-small and bart-base cross-attention shapes.
 // `scores` holds group * n scores, then group maxima and group reciprocal sums. kOneHead: the group
 // is 1 (every family but the Llama family's GQA), known at compile time so that its loops vanish.
@@ -96,14 +96,25 @@ __attribute__((always_inline)) inline void attend_one_kv(const Operands& o, int6
     }
 }
 
-__attribute__((target_clones("avx2,fma", "default"))) void attend_one(const Operands& o, int64_t i, int64_t n,
-                                                                     float* scores, float* out) {
+__attribute__((always_inline)) inline void attend_one_any(const Operands& o, int64_t i, int64_t n, float* scores,
+                                                         float* out) {
     const bool one = o.group == 1;
     if (o.kv_bf16)
         one ? attend_one_kv<uint16_t, true>(o, i, n, scores, out) : attend_one_kv<uint16_t, false>(o, i, n, scores, out);
     else
         one ? attend_one_kv<float, true>(o, i, n, scores, out) : attend_one_kv<float, false>(o, i, n, scores, out);
 }
+
+void attend_one(const Operands& o, int64_t i, int64_t n, float* scores, float* out) {
+    attend_one_any(o, i, n, scores, out);
+}
+
+#if LORASCOPE_X86
+__attribute__((target("avx2,fma"))) void attend_one_avx2(const Operands& o, int64_t i, int64_t n, float* scores,
+                                                          float* out) {
+    attend_one_any(o, i, n, scores, out);
+}
+#endif
 
 }  // namespace
 
@@ -136,10 +147,14 @@ at::Tensor run(Operands& o, const at::Tensor& q, const at::Tensor& bias, int64_t
     const int64_t G = o.group, kv_heads = H / G;
     at::Tensor out = at::empty({B, 1, H, D}, q.options());
     float* op = out.data_ptr<float>();
-    at::parallel_for(0, B * kv_heads, 1, [&](int64_t begin, int64_t end) {
+    auto* one = &attend_one;
+#if LORASCOPE_X86
+    if (cpu_features().avx2) one = &attend_one_avx2;
+#endif
+    parallel_for(0, B * kv_heads, 1, [&](int64_t begin, int64_t end) {
         std::vector<float> scores(static_cast<size_t>(G * (L + 2)));
         // [B, 1, H, D]: (b, key/value head hk) writes query heads hk * G ... hk * G + G - 1, rows i * G ...
-        for (int64_t i = begin; i < end; ++i) attend_one(o, i, keys_to_read(i / kv_heads), scores.data(), op + i * G * D);
+        for (int64_t i = begin; i < end; ++i) one(o, i, keys_to_read(i / kv_heads), scores.data(), op + i * G * D);
     });
     return out.view({B, 1, H * D});
 }

@@ -1,0 +1,135 @@
+#include "compare/comparison_view.h"
+
+#include <QComboBox>
+#include <QFrame>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QScrollArea>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "compare/token_stream_view.h"
+#include "requests/request_table_model.h"
+
+namespace lorascope::ui {
+
+ComparisonView::ComparisonView(RequestTableModel* model, QWidget* parent) : QWidget(parent), model_(model) {
+    auto* layout = new QVBoxLayout(this);
+    auto* top = new QHBoxLayout;
+    auto* label = new QLabel(tr("Comparison"), this);
+    groups_ = new QComboBox(this);
+    groups_->setAccessibleName(tr("Comparison to show"));
+    groups_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    label->setBuddy(groups_);
+    legend_ = new QLabel(tr("<span style='background:#ffd278'>&nbsp;highlighted&nbsp;</span> token differs from the "
+                            "reference column (the base model, else the first) at the same position; hover a token for "
+                            "its logprob"),
+                         this);
+    legend_->setWordWrap(true);
+    top->addWidget(label);
+    top->addWidget(groups_);
+    top->addWidget(legend_, 1);
+    layout->addLayout(top);
+    prompt_ = new QLabel(this);
+    prompt_->setWordWrap(true);
+    prompt_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(prompt_);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidgetResizable(true);
+    scroll->setAccessibleName(tr("Comparison columns"));
+    columns_host_ = new QWidget(scroll);
+    columns_layout_ = new QHBoxLayout(columns_host_);
+    columns_layout_->setAlignment(Qt::AlignTop);
+    scroll->setWidget(columns_host_);
+    layout->addWidget(scroll, 1);
+
+    connect(groups_, qOverload<int>(&QComboBox::activated), this, [this](int i) { showGroup(groups_->itemData(i).toInt()); });
+    connect(model_, &QAbstractItemModel::dataChanged, this, &ComparisonView::refresh);
+    connect(model_, &QAbstractItemModel::rowsInserted, this, [this] { refreshGroups(); refresh(); });
+    connect(model_, &QAbstractItemModel::rowsRemoved, this, [this] { refreshGroups(); rebuildColumns(); });
+    connect(model_, &QAbstractItemModel::modelReset, this, [this] { refreshGroups(); rebuildColumns(); });
+    refreshGroups();
+}
+
+void ComparisonView::refreshGroups() {
+    std::vector<int> seen;
+    const QSignalBlocker block(groups_);
+    groups_->clear();
+    for (const auto& r : model_->records()) {
+        if (r.compare_group <= 0 || std::find(seen.begin(), seen.end(), r.compare_group) != seen.end()) continue;
+        seen.push_back(r.compare_group);
+        QString p = r.prompt;
+        if (p.size() > 40) p = p.left(39) + QChar(0x2026);
+        groups_->addItem(tr("#%1: %2").arg(r.compare_group).arg(p), r.compare_group);
+    }
+    if (groups_->count() == 0) groups_->addItem(tr("(none yet: use Compare in the prompt composer)"), 0);
+    const int i = groups_->findData(group_);
+    groups_->setCurrentIndex(i >= 0 ? i : 0);
+}
+
+void ComparisonView::showGroup(int compare_group) {
+    group_ = compare_group;
+    refreshGroups();
+    rebuildColumns();
+}
+
+QString ComparisonView::columnTitle(int i) const { return columns_.at(size_t(i)).title->text(); }
+
+void ComparisonView::rebuildColumns() {
+    for (auto& c : columns_) delete c.frame;
+    columns_.clear();
+    for (Ticket t : model_->ticketsInGroup(group_)) {
+        const RequestRecord* r = model_->record(t);
+        if (!r) continue;
+        Column c;
+        c.ticket = t;
+        auto* frame = new QFrame(columns_host_);
+        frame->setFrameShape(QFrame::StyledPanel);
+        auto* v = new QVBoxLayout(frame);
+        c.title = new QLabel(QStringLiteral("<b>%1</b>").arg(r->adapterLabel().toHtmlEscaped()), frame);
+        c.stats = new QLabel(frame);
+        // Wrapped, so that a column's width is not its status line's: four columns (the demo's base
+        // and three adapters) fit the default 1280 px window.
+        c.title->setWordWrap(true);
+        c.stats->setWordWrap(true);
+        c.view = new TokenStreamView(frame);
+        c.view->setAccessibleName(tr("Tokens from %1").arg(r->adapterLabel()));
+        v->addWidget(c.title);
+        v->addWidget(c.stats);
+        v->addWidget(c.view);
+        v->addStretch(1);
+        c.frame = frame;
+        columns_layout_->addWidget(frame, 1);
+        columns_.push_back(c);
+    }
+    const RequestRecord* first = columns_.empty() ? nullptr : model_->record(columns_.front().ticket);
+    prompt_->setText(first ? tr("<b>Prompt:</b> %1").arg(first->prompt.toHtmlEscaped()) : QString());
+    refresh();
+}
+
+void ComparisonView::refresh() {
+    if (group_ == 0) {
+        // Follow the newest comparison until the person picks one.
+        int newest = 0;
+        for (const auto& r : model_->records()) newest = qMax(newest, r.compare_group);
+        if (newest) { showGroup(newest); return; }
+    }
+    if (columns_.size() != model_->ticketsInGroup(group_).size()) { rebuildColumns(); return; }
+    const RequestRecord* reference = nullptr;
+    for (const auto& c : columns_)
+        if (const RequestRecord* r = model_->record(c.ticket); r && r->adapter.isEmpty()) reference = r;
+    if (!reference && !columns_.empty()) reference = model_->record(columns_.front().ticket);
+    for (auto& c : columns_) {
+        const RequestRecord* r = model_->record(c.ticket);
+        if (!r) continue;
+        const bool is_reference = r == reference;
+        c.view->setTokens(r->tokens, is_reference || !reference ? nullptr : &reference->tokens);
+        QString stats = tr("%1 · %2 tokens").arg(statusLabel(r->status)).arg(r->generatedTokens());
+        if (is_reference) stats += tr(" · reference");
+        else stats += tr(" · %n differ", nullptr, c.view->differingTokens());
+        if (!r->error.isEmpty()) stats += QStringLiteral(" · ") + r->error;
+        c.stats->setText(stats);
+    }
+}
+
+}  // namespace lorascope::ui

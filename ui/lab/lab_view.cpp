@@ -1,0 +1,352 @@
+#include "lab/lab_view.h"
+
+#include <QFileDialog>
+#include <QFile>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSlider>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include "lab/lab_charts.h"
+#include "lab/lab_export.h"
+#include "lab/lab_policy_editor.h"
+#include "lab/lab_request_model.h"
+#include "lab/lab_runner.h"
+#include "lab/lab_summary_model.h"
+#include "lab/lab_timeline_widget.h"
+#include "lab/lab_workload_form.h"
+#include "lorascope/error.h"
+#include "lorascope/workload.h"
+
+namespace lorascope::ui {
+
+LabView::LabView(EngineBridge* bridge, EngineFactory factory, QWidget* parent)
+    : QWidget(parent), bridge_(bridge), runner_(new LabRunner(std::move(factory), this)) {
+    auto* outer = new QHBoxLayout(this);
+    outer->setContentsMargins(2, 2, 2, 2);
+    outer->addWidget(buildSetupColumn());
+    // Right: controls, the summary, the timelines, the charts and the requests.
+    auto* right = new QWidget(this);
+    auto* right_layout = new QVBoxLayout(right);
+    right_layout->setContentsMargins(0, 0, 0, 0);
+    right_layout->addWidget(buildControls());
+    setMinStepMs(0);
+    right_layout->addWidget(buildSummaryTable());
+    right_layout->addWidget(buildResults(), 1);
+    outer->addWidget(right, 1);
+
+    chart_timer_ = new QTimer(this);
+    chart_timer_->setSingleShot(true);
+    chart_timer_->setInterval(250);   // charts are costly: at most 4 redraws a second
+    connect(chart_timer_, &QTimer::timeout, this, &LabView::refreshNow);
+    connectRunner();
+    connect(timeline_a_, &LabTimelineWidget::requestClicked, this, [this](int i) { selectRequest(0, i); });
+    connect(timeline_b_, &LabTimelineWidget::requestClicked, this, [this](int i) { selectRequest(1, i); });
+    connect(form_, &LabWorkloadForm::loadRequested, this, &LabView::loadWorkloadFile);
+    connect(form_, &LabWorkloadForm::saveRequested, this, &LabView::saveWorkloadFile);
+    timeline_a_->setRun(nullptr, tr("A"));
+    timeline_b_->setRun(nullptr, tr("B"));
+    usePreset();
+    refreshStatus();
+}
+
+// Left: the workload and the two policies, scrolled.
+QWidget* LabView::buildSetupColumn() {
+    auto* left = new QWidget(this);
+    auto* left_layout = new QVBoxLayout(left);
+    left_layout->setContentsMargins(0, 0, 0, 0);
+    form_ = new LabWorkloadForm(left);
+    left_layout->addWidget(form_);
+    policies_ = new LabPolicyEditor({tr("A"), tr("B")}, left);
+    left_layout->addWidget(policies_);
+    left_layout->addWidget(buildRunButtons());
+    left_layout->addStretch(1);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(left);
+    scroll->setWidgetResizable(true);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll->setFixedWidth(qMin(left->sizeHint().width(), 320) + 18);
+    return scroll;
+}
+
+QWidget* LabView::buildSummaryTable() {
+    summary_ = new LabSummaryModel(this);
+    summary_table_ = new QTableView(this);
+    summary_table_->setModel(summary_);
+    summary_table_->setAccessibleName(tr("Lab summary: the bench figures of each policy"));
+    summary_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    summary_table_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    summary_table_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    // Requests, failures and wall time are in the exported report; the table keeps to what compares.
+    for (int c : {LabSummaryModel::Requests, LabSummaryModel::Failed, LabSummaryModel::WallS}) summary_table_->setColumnHidden(c, true);
+    summary_table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    summary_table_->setFixedHeight(2 * summary_table_->verticalHeader()->defaultSectionSize() +
+                                   2 * summary_table_->fontMetrics().lineSpacing() + 8);
+    return summary_table_;
+}
+
+// The two timelines over the charts and the requests table.
+QWidget* LabView::buildResults() {
+    auto* split = new QSplitter(Qt::Vertical, this);
+    timeline_a_ = new LabTimelineWidget(split);
+    timeline_b_ = new LabTimelineWidget(split);
+    tabs_ = new QTabWidget(split);
+    auto* charts_page = new QWidget(tabs_);
+    auto* charts_layout = new QVBoxLayout(charts_page);
+    charts_layout->setContentsMargins(0, 0, 0, 0);
+    charts_layout->setSpacing(0);
+    legend_ = new QLabel(charts_page);   // one key for every chart: they share the colours
+    charts_layout->addWidget(legend_);
+    charts_ = new LabCharts(charts_page);
+    charts_layout->addWidget(charts_, 1);
+    tabs_->addTab(charts_page, tr("Charts (A and B overlaid)"));
+    request_model_ = new LabRequestModel(this);
+    request_table_ = new QTableView(tabs_);
+    request_table_->setModel(request_model_);
+    request_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    request_table_->setSelectionMode(QAbstractItemView::SingleSelection);
+    request_table_->verticalHeader()->hide();
+    request_table_->horizontalHeader()->setStretchLastSection(true);
+    request_table_->setAccessibleName(tr("Lab requests of the selected policy"));
+    tabs_->addTab(request_table_, tr("Requests"));
+    split->setStretchFactor(0, 2);
+    split->setStretchFactor(1, 2);
+    split->setStretchFactor(2, 5);
+    return split;
+}
+
+void LabView::connectRunner() {
+    connect(runner_, &LabRunner::started, this, [this] {
+        timeline_a_->setRun(&runner_->data(0), run_policy_names_.value(0));
+        timeline_b_->setRun(runner_->policyCount() > 1 ? &runner_->data(1) : nullptr, run_policy_names_.value(1));
+        request_model_->setRun(&runner_->data(0));
+        refreshNow();
+        refreshStatus();
+    });
+    connect(runner_, &LabRunner::updated, this, [this](int policy) {
+        (policy == 0 ? timeline_a_ : timeline_b_)->runChanged();
+        if (request_model_->run() == &runner_->data(policy)) request_model_->runChanged();
+        if (!chart_timer_->isActive()) chart_timer_->start();
+        refreshStatus();
+    });
+    connect(runner_, &LabRunner::policyStarted, this, [this](int policy) {
+        request_model_->setRun(&runner_->data(policy));
+        refreshStatus();
+    });
+    connect(runner_, &LabRunner::policyFinished, this, [this] { refreshNow(); });
+    connect(runner_, &LabRunner::finished, this, [this] {
+        refreshNow();
+        refreshStatus();
+    });
+    connect(runner_, &LabRunner::failed, this, [this](const QString& message) {
+        Q_EMIT errorOccurred(tr("The lab run failed"), message);
+    });
+}
+
+QWidget* LabView::buildRunButtons() {
+    auto* row = new QWidget(this);
+    auto* rows = new QVBoxLayout(row);
+    rows->setContentsMargins(0, 0, 0, 0);
+    auto* l = new QHBoxLayout;
+    rows->addLayout(l);
+    preset_ = new QPushButton(tr("Preset"), row);
+    preset_->setToolTip(tr("A small workload whose joins and leaves are plain to see; A continuous, B static"));
+    run_ = new QPushButton(tr("Run A, then B"), row);
+    run_->setAccessibleName(tr("Run the workload under policy A, then policy B"));
+    cancel_ = new QPushButton(tr("Cancel"), row);
+    for (QWidget* w : std::initializer_list<QWidget*>{preset_, run_, cancel_}) l->addWidget(w);
+    export_ = new QPushButton(tr("Export run…"), row);
+    export_->setToolTip(tr("Markdown report, CSV of the steps, PNG of the charts"));
+    auto* second = new QHBoxLayout;
+    second->addWidget(export_);
+    second->addStretch(1);
+    rows->addLayout(second);
+    connect(export_, &QPushButton::clicked, this, &LabView::exportInteractively);
+    connect(preset_, &QPushButton::clicked, this, &LabView::usePreset);
+    connect(run_, &QPushButton::clicked, this, [this] { run(); });
+    connect(cancel_, &QPushButton::clicked, runner_, &LabRunner::cancel);
+    return row;
+}
+
+QWidget* LabView::buildControls() {
+    auto* bar = new QWidget(this);
+    auto* l = new QHBoxLayout(bar);
+    l->setContentsMargins(0, 0, 0, 0);
+    pause_ = new QPushButton(tr("Pause"), bar);
+    pause_->setCheckable(true);
+    step_ = new QPushButton(tr("Step"), bar);
+    step_->setEnabled(false);
+    pace_ = new QSlider(Qt::Horizontal, bar);
+    pace_->setRange(0, 1000);
+    pace_->setSingleStep(10);
+    pace_->setPageStep(100);
+    pace_->setAccessibleName(tr("Minimum step duration, ms"));
+    pace_->setToolTip(tr("Slow the run down to at least this long a step (0: real time)"));
+    pace_->setMinimumWidth(60);
+    pace_label_ = new QLabel(bar);
+    pace_label_->setMinimumWidth(pace_label_->fontMetrics().horizontalAdvance(tr("≥1000 ms/step")) + 4);
+    status_ = new QLabel(bar);
+    status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    l->addWidget(pause_);
+    l->addWidget(step_);
+    l->addWidget(new QLabel(tr("Pace"), bar));
+    l->addWidget(pace_);
+    l->addWidget(pace_label_);
+    l->addWidget(status_, 1);
+    connect(pause_, &QPushButton::toggled, this, [this](bool on) {
+        runner_->setPaused(on);
+        pause_->setText(on ? tr("Resume") : tr("Pause"));
+        step_->setEnabled(on);
+    });
+    connect(step_, &QPushButton::clicked, runner_, &LabRunner::stepOnce);
+    connect(pace_, &QSlider::valueChanged, this, &LabView::setMinStepMs);
+    return bar;
+}
+
+void LabView::setMinStepMs(int ms) {
+    if (pace_->value() != ms) pace_->setValue(ms);
+    runner_->setMinStepMs(ms);
+    pace_label_->setText(ms == 0 ? tr("real time") : tr("≥%1 ms/step").arg(ms));
+}
+
+void LabView::usePreset() {
+    QStringList adapters;
+    for (const auto& a : bridge_->adapters()) adapters << QString::fromStdString(a.name);
+    form_->setWorkload(LabWorkloadForm::preset(adapters));
+    EngineOptions a;
+    a.max_batch_size = 8;
+    EngineOptions b = a;
+    b.static_batching = true;
+    policies_->setPolicy(0, a);
+    policies_->setPolicy(1, b);
+}
+
+void LabView::setAdapterNames(const QStringList& names) { form_->setAdapters(names); }
+
+QStringList LabView::policyNames() const {
+    return {tr("A: %1").arg(policies_->describe(0)), tr("B: %1").arg(policies_->describe(1))};
+}
+
+bool LabView::run() {
+    if (!bridge_->hasEngine() || !bridge_->modelConfig()) {
+        Q_EMIT errorOccurred(tr("No model loaded"), tr("Load a model before running a lab workload."));
+        return false;
+    }
+    const Workload workload = form_->workload();
+    std::vector<Request> requests;
+    try {
+        requests = workload_requests(workload, bridge_->modelConfig()->vocab_size());
+    } catch (const Error& e) {
+        Q_EMIT errorOccurred(tr("The workload cannot run"), QString::fromStdString(e.what()));
+        return false;
+    }
+    std::vector<std::pair<std::string, std::string>> adapters;
+    for (const auto& a : bridge_->adapters()) adapters.emplace_back(a.name, a.path);
+    const EngineOptions base = bridge_->engineOptions();
+    run_policy_names_ = policyNames();
+    run_workload_json_ = QString::fromStdString(workload_to_json(workload));
+    std::vector<LabPolicy> policies = {{QStringLiteral("A"), policies_->apply(0, base)}, {QStringLiteral("B"), policies_->apply(1, base)}};
+    const std::vector<double> arrivals = arrival_times_s(workload.arrival, requests.size());
+    runner_->start(std::move(policies), std::move(requests), arrivals, std::move(adapters));
+    return true;
+}
+
+void LabView::refreshNow() {
+    std::vector<const LabRunData*> runs;
+    for (int i = 0; i < runner_->policyCount(); ++i) runs.push_back(&runner_->data(i));
+    charts_->refresh(runs, run_policy_names_);
+    const QStringList names = runner_->policyCount() ? run_policy_names_ : policyNames();
+    QString key;
+    for (int i = 0; i < names.size(); ++i)
+        key += QStringLiteral("<span style='color:%1'>&#9632;</span> %2&nbsp;&nbsp;&nbsp;").arg(LabCharts::policyColour(i).name(), names[i].toHtmlEscaped());
+    legend_->setText(key);
+    refreshSummary();
+}
+
+void LabView::refreshSummary() {
+    std::vector<std::optional<BenchFigures>> held;
+    for (int i = 0; i < runner_->policyCount(); ++i) held.push_back(runner_->figures(i));
+    std::vector<const BenchFigures*> figures;
+    for (const auto& f : held) figures.push_back(f ? &*f : nullptr);
+    // Rows are named A, B: the key above the charts says what each policy is.
+    QStringList rows;
+    for (int i = 0; i < policies_->policyCount(); ++i) rows << policies_->name(i);
+    if (runner_->policyCount()) {
+        rows.clear();
+        for (int i = 0; i < runner_->policyCount(); ++i) rows << runner_->policy(i).name;
+    }
+    summary_->setFigures(rows, figures);
+}
+
+void LabView::refreshStatus() {
+    run_->setEnabled(!runner_->isRunning());
+    cancel_->setEnabled(runner_->isRunning());
+    export_->setEnabled(!runner_->isRunning() && runner_->policyCount() > 0);
+    const int p = runner_->currentPolicy();
+    if (!runner_->isRunning() || p < 0 || p >= runner_->policyCount()) {
+        status_->setText(runner_->policyCount() ? tr("Done: compare A and B below") : tr("Define a workload and press Run"));
+        return;
+    }
+    const LabRunData& d = runner_->data(p);
+    status_->setText(tr("Policy %1: step %2 · %3 of %4 requests finished")
+                         .arg(runner_->policy(p).name).arg(d.steps().size()).arg(d.finishedCount()).arg(d.requests().size()));
+}
+
+void LabView::selectRequest(int policy, int request_index) {
+    request_model_->setRun(&runner_->data(policy));
+    timeline_a_->setSelected(policy == 0 ? request_index : -1);
+    timeline_b_->setSelected(policy == 1 ? request_index : -1);
+    const QModelIndex index = request_model_->index(request_index, 0);
+    request_table_->selectionModel()->select(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    request_table_->scrollTo(index);
+}
+
+void LabView::loadWorkloadFile() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Load a workload"), QString(),
+                                                      tr("Bench workloads (*.json);;JSON Lines prompts (*.jsonl);;All files (*)"));
+    if (path.isEmpty()) return;
+    try {
+        form_->loadFile(path);
+    } catch (const Error& e) {
+        Q_EMIT errorOccurred(tr("Could not load the workload"), QString::fromStdString(e.what()));
+    }
+}
+
+void LabView::saveWorkloadFile() {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save the workload"), QStringLiteral("workload.json"),
+                                                      tr("Bench workloads (*.json)"));
+    if (path.isEmpty()) return;
+    QFile f(path);
+    const QByteArray bytes = QByteArray::fromStdString(workload_to_json(form_->workload()));
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(bytes) != bytes.size())
+        Q_EMIT errorOccurred(tr("Could not save the workload"), tr("%1: %2").arg(path, f.errorString()));
+}
+
+QStringList LabView::exportTo(const QString& dir, QString* error) {
+    refreshNow();
+    LabExportInput in;
+    in.runner = runner_;
+    in.summary = summary_;
+    in.charts = charts_;
+    in.workload_json = run_workload_json_;
+    in.policy_descriptions = run_policy_names_;
+    in.model_dir = bridge_->modelDir();
+    return exportLabRun(in, dir, error);
+}
+
+void LabView::exportInteractively() {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Export the lab run into"));
+    if (dir.isEmpty()) return;
+    QString error;
+    exportTo(dir, &error);
+    if (!error.isEmpty()) Q_EMIT errorOccurred(tr("Could not export the lab run"), error);
+}
+
+}  // namespace lorascope::ui

@@ -1,0 +1,189 @@
+#include "requests/request_table_model.h"
+
+#include <QBrush>
+#include <QColor>
+#include <algorithm>
+#include <climits>
+
+namespace lorascope::ui {
+
+namespace {
+QString elide(const QString& text, int max_chars) {
+    QString flat = text;
+    flat.replace(QLatin1Char('\n'), QChar(0x21B5));
+    return flat.size() > max_chars ? flat.left(max_chars - 1) + QChar(0x2026) : flat;
+}
+}  // namespace
+
+RequestTableModel::RequestTableModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+int RequestTableModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : int(records_.size());
+}
+int RequestTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant RequestTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, orientation, role);
+    switch (section) {
+    case ColId: return tr("Id");
+    case ColAdapter: return tr("Adapter");
+    case ColStatus: return tr("Status");
+    case ColPrompt: return tr("Prompt");
+    case ColOutput: return tr("Output");
+    case ColTokens: return tr("Tokens");
+    case ColTokensPerSec: return tr("Tok/s");
+    case ColTtft: return tr("TTFT ms");
+    case ColFinish: return tr("Finish");
+    default: return {};
+    }
+}
+
+QVariant RequestTableModel::data(const QModelIndex& index, int role) const {
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
+    const RequestRecord& r = records_[size_t(index.row())];
+    if (role == TicketRole) return QVariant::fromValue<qulonglong>(r.ticket);
+    if (role == FullTextRole) return r.text;
+    if (role == Qt::ToolTipRole) {
+        if (index.column() == ColPrompt) return r.prompt;
+        if (index.column() == ColOutput || index.column() == ColFinish) return r.error.isEmpty() ? r.text : r.error;
+        return {};
+    }
+    if (role == Qt::TextAlignmentRole) {
+        if (index.column() >= ColTokens && index.column() <= ColTtft) return int(Qt::AlignRight | Qt::AlignVCenter);
+        return {};
+    }
+    if (role == Qt::ForegroundRole && index.column() == ColStatus) {
+        switch (r.status) {
+        case RequestStatus::Failed: return QBrush(QColor(0xb0, 0x20, 0x20));
+        case RequestStatus::Cancelled: return QBrush(QColor(0x80, 0x80, 0x80));
+        case RequestStatus::Running: return QBrush(QColor(0x1a, 0x6f, 0xb5));
+        default: return {};
+        }
+    }
+    if (role != Qt::DisplayRole) return {};
+    switch (index.column()) {
+    case ColId: return r.client_id;
+    case ColAdapter: return r.adapterLabel();
+    case ColStatus: return statusLabel(r.status);
+    case ColPrompt: return elide(r.prompt, 80);
+    case ColOutput: return r.status == RequestStatus::Failed ? elide(r.error, 200) : elide(r.text, 200);
+    case ColTokens: return r.generatedTokens();
+    case ColTokensPerSec: {
+        const double tps = r.tokensPerSecond();
+        return tps > 0 ? QString::number(tps, 'f', 1) : QString();
+    }
+    case ColTtft: {
+        const double ttft = r.ttftMs();
+        return ttft >= 0 ? QString::number(ttft, 'f', 0) : QString();
+    }
+    case ColFinish: return r.finish_reason;
+    default: return {};
+    }
+}
+
+const RequestRecord* RequestTableModel::record(Ticket ticket) const {
+    auto it = row_of_.find(ticket);
+    return it == row_of_.end() ? nullptr : &records_[size_t(it->second)];
+}
+
+int RequestTableModel::rowOf(Ticket ticket) const {
+    auto it = row_of_.find(ticket);
+    return it == row_of_.end() ? -1 : it->second;
+}
+
+std::vector<Ticket> RequestTableModel::ticketsInGroup(int compare_group) const {
+    std::vector<Ticket> out;
+    if (compare_group <= 0) return out;
+    for (const auto& r : records_)
+        if (r.compare_group == compare_group) out.push_back(r.ticket);
+    return out;
+}
+
+int RequestTableModel::unfinishedCount() const {
+    return int(std::count_if(records_.begin(), records_.end(), [](const RequestRecord& r) { return !r.finished(); }));
+}
+
+void RequestTableModel::clearFinished() {
+    // Remove finished rows as contiguous ranges, last first, so row numbers stay valid.
+    for (int row = int(records_.size()) - 1; row >= 0;) {
+        if (!records_[size_t(row)].finished()) { --row; continue; }
+        int first = row;
+        while (first > 0 && records_[size_t(first - 1)].finished()) --first;
+        beginRemoveRows({}, first, row);
+        records_.erase(records_.begin() + first, records_.begin() + row + 1);
+        endRemoveRows();
+        row = first - 1;
+    }
+    row_of_.clear();
+    for (size_t i = 0; i < records_.size(); ++i) row_of_[records_[i].ticket] = int(i);
+}
+
+void RequestTableModel::addRequest(const SubmittedRequest& request) {
+    RequestRecord r;
+    r.ticket = request.ticket;
+    r.client_id = request.client_id;
+    r.prompt = request.prompt;
+    r.adapter = request.adapter;
+    r.compare_group = request.compare_group;
+    r.since_submit.start();
+    const int row = int(records_.size());
+    beginInsertRows({}, row, row);
+    records_.push_back(std::move(r));
+    row_of_[request.ticket] = row;
+    endInsertRows();
+}
+
+void RequestTableModel::applyDrain(const DrainBatch& batch) {
+    int first = INT_MAX, last = -1;
+    auto touch = [&](int row) { first = std::min(first, row); last = std::max(last, row); };
+    for (const auto& t : batch.tokens) {
+        auto it = row_of_.find(t.ticket);
+        if (it == row_of_.end()) continue;
+        RequestRecord& r = records_[size_t(it->second)];
+        if (r.finished()) continue;
+        const qint64 now = r.since_submit.elapsed();
+        if (r.first_token_ms < 0) r.first_token_ms = now;
+        r.last_token_ms = now;
+        r.status = RequestStatus::Running;
+        r.text += t.text;
+        r.tokens.push_back({t.token_id, t.text, t.logprob, t.special});
+        touch(it->second);
+    }
+    for (const auto& step : batch.steps) {
+        for (Ticket ticket : step.row_tickets) {
+            auto it = row_of_.find(ticket);
+            if (it == row_of_.end()) continue;
+            RequestRecord& r = records_[size_t(it->second)];
+            if (r.status == RequestStatus::Queued) {
+                r.status = RequestStatus::Running;
+                touch(it->second);
+            }
+        }
+    }
+    std::vector<Ticket> finished;
+    for (const auto& f : batch.finishes) {
+        auto it = row_of_.find(f.ticket);
+        if (it == row_of_.end()) continue;
+        RequestRecord& r = records_[size_t(it->second)];
+        if (r.finished()) continue;
+        const FinishEvent& e = f.event;
+        r.status = e.reason == FinishReason::Error       ? RequestStatus::Failed
+                   : e.reason == FinishReason::Cancelled ? RequestStatus::Cancelled
+                                                         : RequestStatus::Finished;
+        r.finish_reason = finishReasonLabel(e.reason);
+        r.error = QString::fromStdString(e.error);
+        // The engine's full text is authoritative (a stop sequence is excluded from it).
+        if (e.reason != FinishReason::Error || !e.text.empty()) r.text = QString::fromStdString(e.text);
+        for (size_t i = 0; i < e.logprobs.size() && i < r.tokens.size(); ++i) r.tokens[i].logprob = e.logprobs[i];
+        r.usage = e.usage;
+        r.have_usage = true;
+        r.sequences = e.sequences;
+        touch(it->second);
+        finished.push_back(f.ticket);
+    }
+    if (last >= 0) Q_EMIT dataChanged(index(first, 0), index(last, ColumnCount - 1));
+    for (Ticket t : finished) Q_EMIT requestFinished(t);
+    if (!finished.empty() && unfinishedCount() == 0) Q_EMIT allFinished();
+}
+
+}  // namespace lorascope::ui

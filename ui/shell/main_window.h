@@ -1,0 +1,129 @@
+// The main window: wiring only. Panels and models do the work; the bridge talks to the engine.
+#pragma once
+
+#include <QMainWindow>
+#include <QStringList>
+#include <memory>
+#include <vector>
+
+#include "engine_link/bridge_events.h"
+#include "engine_link/engine_bridge.h"
+
+class QAction;
+class QDockWidget;
+class QLabel;
+class QTabWidget;
+
+namespace lorascope::ui {
+
+class AdapterListModel;
+class AdaptersPanel;
+class BatchingInspector;
+class ComparisonView;
+class LabView;
+class ErrorReporter;
+class MetricsPoller;
+class ModelPanel;
+class ParamsPanel;
+class PromptComposer;
+class RequestBoard;
+class RequestTableModel;
+class ServerMetricsModel;
+class StepStatsModel;
+class WindowSettings;
+
+struct MainWindowOptions {
+    EngineFactory engine_factory;
+    std::shared_ptr<ErrorReporter> error_reporter;   // null: dialogs
+    QString settings_file;                           // empty: the platform's QSettings location
+};
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    enum class Tab { Requests, Compare, Batching, Lab };
+    explicit MainWindow(MainWindowOptions options, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    EngineBridge* bridge() const { return bridge_; }
+    RequestTableModel* requestModel() const { return requests_; }
+    AdapterListModel* adapterModel() const { return adapters_; }
+    StepStatsModel* stepModel() const { return steps_; }
+    // A remote backend's /metrics, polled while it is loaded (the inspector's server page).
+    ServerMetricsModel* serverMetrics() const { return server_metrics_; }
+    MetricsPoller* metricsPoller() const { return metrics_poller_; }
+    ModelPanel* modelPanel() const { return model_panel_; }
+    AdaptersPanel* adaptersPanel() const { return adapters_panel_; }
+    PromptComposer* composer() const { return composer_; }
+    ParamsPanel* paramsPanel() const { return params_panel_; }
+    RequestBoard* requestBoard() const { return board_; }
+    ComparisonView* comparisonView() const { return comparison_; }
+    BatchingInspector* batchingInspector() const { return inspector_; }
+    LabView* labView() const { return lab_; }
+    QAction* openModelAction() const { return open_model_; }
+    QAction* submitAction() const { return submit_; }
+    QAction* cancelAction() const { return cancel_; }
+
+    void showTab(Tab tab);
+    // The lab tab with room for its side-by-side view: the Parameters dock (which the lab does not
+    // use) is hidden; the View menu brings it back.
+    void focusLab();
+    // The same paths the window's own controls take.
+    void loadModel(const QString& dir);
+    void addAdapter(const QString& dir);
+    std::vector<Ticket> submitPrompts();
+    int compareTargets();   // returns the comparison group, 0 when nothing was sent
+    void cancelSelectedOrLoad();
+    void saveSettings();
+
+protected:
+    void closeEvent(QCloseEvent* e) override;
+    void dragEnterEvent(QDragEnterEvent* e) override;
+    void dropEvent(QDropEvent* e) override;
+
+private:
+    void buildActions();
+    void buildLayout(EngineFactory lab_factory);
+    void buildDocks();
+    QDockWidget* addDock(const QString& title, const QString& name, QWidget* content, Qt::DockWidgetArea area);
+    void connectPanels();
+    void connectBridge();
+    void followServerMetrics();   // after a load: poll a remote server's /metrics, or stop
+    void restoreSettings();
+    void refreshRecentMenu();
+    void refreshStatus();
+    void browseForModel();
+    void pickFromHfCache();
+    void browseForAdapter();
+    void loadPromptFile();
+    void exportResults(const QString& format);
+    void report(const QString& title, const QString& message);
+    std::vector<Ticket> submit(const QStringList& targets, bool first_prompt_only, int compare_group);
+
+    std::shared_ptr<ErrorReporter> reporter_;
+    std::unique_ptr<WindowSettings> settings_;
+    EngineBridge* bridge_ = nullptr;
+    RequestTableModel* requests_ = nullptr;
+    AdapterListModel* adapters_ = nullptr;
+    StepStatsModel* steps_ = nullptr;
+    ServerMetricsModel* server_metrics_ = nullptr;
+    MetricsPoller* metrics_poller_ = nullptr;
+    ModelPanel* model_panel_ = nullptr;
+    AdaptersPanel* adapters_panel_ = nullptr;
+    PromptComposer* composer_ = nullptr;
+    ParamsPanel* params_panel_ = nullptr;
+    RequestBoard* board_ = nullptr;
+    ComparisonView* comparison_ = nullptr;
+    BatchingInspector* inspector_ = nullptr;
+    LabView* lab_ = nullptr;
+    QDockWidget* params_dock_ = nullptr;
+    QTabWidget* tabs_ = nullptr;
+    QLabel* status_ = nullptr;
+    QMenu* recent_menu_ = nullptr;
+    QAction *open_model_ = nullptr, *open_hf_ = nullptr, *add_adapter_ = nullptr, *load_prompts_ = nullptr, *submit_ = nullptr,
+            *compare_ = nullptr, *cancel_ = nullptr, *cancel_all_ = nullptr, *pause_ = nullptr, *step_ = nullptr,
+            *export_jsonl_ = nullptr, *export_md_ = nullptr, *quit_ = nullptr;
+    int next_compare_group_ = 1;
+};
+
+}  // namespace lorascope::ui
