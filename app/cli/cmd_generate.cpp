@@ -51,7 +51,7 @@ const char* const kUsage =
     "          rows as fast as that allows; --tpot-target-ms MS: instead, keep every step (each running\n"
     "          request's time per output token) within MS, admitting rows and prefill only as that allows;\n"
     "          --prefill-budget TOKENS: at most TOKENS prompt tokens per step (0 = no limit);\n"
-    "          --prefill-chunk: BLOOM prompt chunks (default: the token budget, at least 128; 32 under a target)\n"
+    "          --prefill-chunk: decoder-only prompt chunks (default: the token budget, at least 128; 32 under a target)\n"
     "  --batching static: no request joins until the running batch has drained (for comparison)\n"
     "  --demo: the trained demo pack's model (default t5) with all its adapters; without --input, each example\n"
     "          prompt is decoded under the base model and every adapter in one batch (ids \"exN/<target>\")\n";

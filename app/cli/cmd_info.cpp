@@ -33,6 +33,27 @@ ordered_json optional_json(const std::optional<T>& value) {
     return value ? ordered_json(*value) : ordered_json();
 }
 
+void llama_architecture_json(const LlamaConfig& c, ordered_json& a) {
+    a["layers"] = c.num_hidden_layers;
+    a["hidden_size"] = c.hidden_size;
+    a["intermediate_size"] = c.intermediate_size;
+    a["heads"] = c.num_attention_heads;
+    a["kv_heads"] = c.num_key_value_heads;
+    a["head_dim"] = c.head_dim;
+    a["hidden_act"] = c.hidden_act;
+    a["max_position_embeddings"] = c.max_position_embeddings;
+    a["rope_theta"] = c.rope_theta;
+    a["rope_scaling"] = c.rope_scaling ? ordered_json(c.rope_scaling->rope_type) : ordered_json();
+    if (c.rope_scaling && c.rope_scaling->rope_type != "default") a["rope_factor"] = c.rope_scaling->factor;
+    a["sliding_window"] = optional_json(c.sliding_window);
+    a["attention_bias"] = c.attention_bias;
+    a["qkv_bias"] = c.qkv_bias || c.attention_bias;
+    a["mlp_bias"] = c.mlp_bias;
+    a["rms_norm_eps"] = c.rms_norm_eps;
+    a["tie_word_embeddings"] = c.tie_word_embeddings;
+    a["vocab_size"] = c.vocab_size;
+}
+
 ordered_json architecture_json(const ModelConfig& m) {
     ordered_json a;
     switch (m.family) {
@@ -92,6 +113,7 @@ ordered_json architecture_json(const ModelConfig& m) {
             a["vocab_size"] = c.vocab_size;
             break;
         }
+        case Family::Llama: llama_architecture_json(m.llama(), a); break;
     }
     return a;
 }

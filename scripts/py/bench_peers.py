@@ -32,6 +32,12 @@ WORKLOADS = {
     "W6": dict(family="t5,bloom", prompts=128, new_tokens=0, policies=True,
                what="W1's model (128 requests, 8-256 new tokens) and W3's BLOOM (64, 8-128), all at once and "
                     "Poisson at 0.9x; ours static vs continuous vs continuous with static's per-token p95 as target"),
+    "W7": dict(family="qwen2", prompts=32, new_tokens=128, prompt_range=(16, 512),
+               what="Qwen2.5-0.5B shape (24 layers, 896 wide, 14 / 2 KV heads, vocab 151936, tied), "
+                    "32 prompts of 16-512 tokens"),
+    # The batch-1 row: one request alone, its per-token latency.
+    "W7-B1": dict(family="qwen2", prompts=1, new_tokens=256, prompt_range=(128, 128),
+                  what="W7's model, one request of 128 prompt tokens, 256 new tokens (per-token latency)"),
 }
 QUICK = dict(prompts=8, new_tokens=8, batch=4, max_len=32)
 
@@ -77,6 +83,25 @@ def build(ctx, what, *args):
     proc, _ = run_child([sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__)), what,
                          json.dumps(list(args))], ctx.env, f"building {what}{args}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def measure_read_bandwidth(ctx):
+    """This machine's memory read bandwidth with the benchmark's thread count, as scripts/bench-bandwidth
+    measures it (a 1 GiB AVX2 sum, median of 7): the floor of a batch-1 decoding step, which reads
+    every weight once. Returns GB/s."""
+    proc, _ = run_child([os.path.join(ctx.root, "scripts", "bench-bandwidth"), "--threads", str(ctx.threads)],
+                        ctx.env, "measuring read bandwidth")
+    return float(proc.stdout.strip().splitlines()[-1].split(": ")[1].split(" GB/s")[0])
+
+
+def decoder_weight_bytes(family, bytes_per_weight):
+    """Weight bytes a decoding step of a decoder-only model reads: every linear of every layer and
+    the LM head (the embedding row read is negligible)."""
+    k = models.FAMILIES[family]["kwargs"]
+    d, f, h, kv = k["hidden_size"], k["intermediate_size"], k["num_attention_heads"], k["num_key_value_heads"]
+    head_dim = d // h
+    per_layer = d * h * head_dim * 2 + d * kv * head_dim * 2 + 3 * d * f
+    return (k["num_hidden_layers"] * per_layer + k["vocab_size"] * d) * bytes_per_weight
 
 
 def children_cpu_s():
@@ -211,11 +236,15 @@ def run_workload(ctx, name):
                           "static per-token p95); medians over rounds, ratios to static within each round",
                           w6.loads_note(sections)]}
     family = w["family"]
-    count = QUICK["prompts"] if ctx.quick else w["prompts"]
+    count = min(QUICK["prompts"], w["prompts"]) if ctx.quick else w["prompts"]
     if ctx.prompt_limit:
         count = min(count, ctx.prompt_limit)
     new_tokens = QUICK["new_tokens"] if ctx.quick else w["new_tokens"]
     rows = ctx.prompts[:count]
+    if "prompt_range" in w:  # a prompt set of its own (seeded like the shared one)
+        lo, hi = w["prompt_range"]
+        rows = models.prompts(count, min(lo, QUICK["max_len"]) if ctx.quick else lo,
+                              QUICK["max_len"] if ctx.quick else hi, seed=4321)
     model_dir = build(ctx, "build_model", family, os.path.join(ctx.work, "models", family))
     notes = []
     systems = ctx.systems
@@ -269,6 +298,13 @@ def run_workload(ctx, name):
         for llama in (s for s in LLAMA if s in systems and family == "bloom" and not adapters):
             runs.setdefault(llama, []).append(run_llama(ctx, name, llama, rows, new_tokens))
     results = [median_run(v) for v in runs.values()]
+    if name == "W7-B1":
+        bandwidth = measure_read_bandwidth(ctx)
+        for label, per_weight in (("float32", 4), ("int8", 1)):
+            gb = decoder_weight_bytes(family, per_weight) / 1e9
+            notes.append(f"{label}: {gb:.2f} GB of weights read per token / {bandwidth:.1f} GB/s measured read "
+                         f"bandwidth ({ctx.threads} threads, scripts/bench-bandwidth) = "
+                         f"{gb / bandwidth * 1e3:.0f} ms per token at the least")
     if name == "W1" and "ours" in runs:
         ctx.w1_ours.append(next(r for r in results if r["system"] == "ours"))
     if "hf" in systems and adapters:
@@ -339,7 +375,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--root", required=True)
     ap.add_argument("--cli", default="", help="lorascope-cli (default build/release/bin/lorascope-cli)")
-    ap.add_argument("--workloads", default="W1,W2,W3,W4,W5")
+    ap.add_argument("--workloads", default="W1,W2,W3,W4,W5", help="any of " + ", ".join(WORKLOADS))
     ap.add_argument("--systems", default="ours,ours-int8,ours-bf16,hf,ct2,ct2-int8",
                     help="ours (float32), ours-int8, ours-bf16, ours-int4, hf, ct2 (float32), ct2-int8, "
                          "llama-f32, llama-q8_0, llama-q4_0 (BLOOM only; scripts/prepare-llama-cpp)")

@@ -28,7 +28,17 @@ FAMILIES = {
     "bloom": dict(cls="BloomForCausalLM", config="BloomConfig", specials={"unk": 0, "bos": 1, "eos": 2, "pad": 3},
                   kwargs=dict(vocab_size=250880, hidden_size=1024, n_layer=8, n_head=16,
                               unk_token_id=0, bos_token_id=1, eos_token_id=2, pad_token_id=3)),
+    # Qwen2.5-0.5B's config.json (24 layers, width 896, 14 query / 2 key-value heads, SwiGLU 4864,
+    # tied head); the special ids sit above the prompts' id range (the real file has no unk).
+    "qwen2": dict(cls="Qwen2ForCausalLM", config="Qwen2Config",
+                  specials={"bos": 151643, "unk": 151644, "eos": 151645, "pad": 151646},
+                  kwargs=dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+                              num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
+                              rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
+                              use_sliding_window=False, bos_token_id=151643, eos_token_id=151645,
+                              pad_token_id=151646)),
 }
+CAUSAL = ("bloom", "qwen2")
 ADAPTER_RANKS = [8, 16, 24, 32, 40, 48, 56, 64]
 T5_LORA_TARGETS = ["q", "k", "v", "o"]
 PROMPT_MIN_ID = 4   # above every family's special ids

@@ -31,10 +31,11 @@ class HF:
         import transformers
         torch.set_num_threads(spec["threads"])
         self.torch = torch
-        cls = {"t5": "T5ForConditionalGeneration", "bart": "BartForConditionalGeneration",
-               "bloom": "BloomForCausalLM"}[spec["family"]]
-        model = getattr(transformers, cls).from_pretrained(spec["model_dir"], torch_dtype=torch.float32)
-        self.seq2seq = spec["family"] != "bloom"
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from bench_peers_models import CAUSAL, FAMILIES
+        model = getattr(transformers, FAMILIES[spec["family"]]["cls"]).from_pretrained(spec["model_dir"],
+                                                                                     torch_dtype=torch.float32)
+        self.seq2seq = spec["family"] not in CAUSAL
         self.pad = model.config.pad_token_id
         if spec.get("adapters"):
             from peft import PeftModel
@@ -72,15 +73,15 @@ class HF:
 
 
 class CT2:
-    """CTranslate2 Translator (T5, BART) or Generator (BLOOM), same thread count; compute_type
+    """CTranslate2 Translator (T5, BART) or Generator (BLOOM, Qwen2), same thread count; compute_type
     float32 (system "ct2") or int8 (system "ct2-int8": weights quantized by CTranslate2 at load)."""
 
     def __init__(self, spec):
         import ctranslate2
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        from bench_peers_models import ct2_vocabulary
+        from bench_peers_models import CAUSAL, ct2_vocabulary
         self.vocab = ct2_vocabulary(spec["ct2_dir"])
-        self.seq2seq = spec["family"] != "bloom"
+        self.seq2seq = spec["family"] not in CAUSAL
         cls = ctranslate2.Translator if self.seq2seq else ctranslate2.Generator
         compute_type = "int8" if spec["system"] == "ct2-int8" else "float32"
         self.model = cls(spec["ct2_dir"], device="cpu", compute_type=compute_type,

@@ -10,11 +10,14 @@
 #include <random>
 
 #include "../models/oracle_records.h"
+#include <ATen/ATen.h>
+
 #include "collecting_sink.h"
 #include "engine_test_support.h"
 #include "lorascope/engine.h"
 #include "lorascope/error.h"
 #include "lorascope/params.h"
+#include "model_variants.h"
 #include "test_env.h"
 
 using lorascope::Engine;
@@ -266,7 +269,7 @@ private Q_SLOTS:
     // --dtype is read before the weights: an unknown name lists the known ones; on a CPU without
     // the instructions a type needs, the refusal says which (ops::cpu_matmul_available).
     void unknown_dtype_is_a_clear_error() {
-        const Variant v = load_variant(lorascope::test::model_variants()[0]);
+        const Variant v = load_variant(lorascope::test::model_variants().front());
         EngineOptions options;
         options.model_dir = v.dir;
         options.dtype = "int3";
@@ -320,6 +323,68 @@ private Q_SLOTS:
                 QVERIFY2(QString(e.what()).contains(QString::fromStdString(name)) && QString(e.what()).contains("bfloat16"), e.what());
             }
         }
+    }
+
+    // The Llama family through the engine's own prefill (prompts in chunks of 16, the last prompt
+    // token fed by the first decoding step): each greedy token's log-probability within 1e-5 of
+    // HF's, whose records hold the raw logits of the first steps computed incrementally as
+    // generate() does. Dynamic NTK rotary scaling sees the whole prompt's length in every chunk,
+    // as HF's one pass over the prompt does (llama_dynamic's 23- and 60-token prompts exceed its
+    // 32 positions).
+    void llama_logprobs_match_hf_through_chunked_prefill_data() {
+        QTest::addColumn<QString>("variant");
+        for (const auto& v : lorascope::test::model_variants())
+            if (lorascope::test::is_llama_variant(v)) QTest::newRow(v.c_str()) << QString::fromStdString(v);
+    }
+
+    void llama_logprobs_match_hf_through_chunked_prefill() {
+        QFETCH(QString, variant);
+        const Variant v = load_variant(variant.toStdString());
+        auto options = lorascope::test::engine_options(v.dir);
+        options.prefill_chunk_tokens = 16;
+        auto engine = Engine::create(options);
+        auto sink = std::make_shared<CollectingSink>();
+        const auto& prompts = v.records["prompts"];
+        std::vector<RequestId> ids;
+        for (const auto& prompt : prompts) {
+            Request r = greedy_request(prompt, v.records["max_new_tokens"].get<int64_t>());
+            r.params.logprobs = true;
+            ids.push_back(engine->submit(r, sink));
+        }
+        QVERIFY(sink->wait_finished(prompts.size()));
+        double worst = 0;
+        for (size_t p = 0; p < prompts.size(); ++p) {
+            const auto record = sink->get(ids[p]);
+            const auto& finish = record.finishes.at(0);
+            const auto greedy = v.records["greedy"][p].get<std::vector<int64_t>>();
+            QCOMPARE(finish.token_ids, greedy);
+            const auto& steps = v.records["step_logits"][p];
+            QCOMPARE(finish.logprobs.size(), greedy.size());
+            for (size_t s = 0; s < steps.size(); ++s) {
+                const at::Tensor hf = at::log_softmax(at::tensor(steps[s].get<std::vector<float>>()), -1);
+                const double diff = std::abs(finish.logprobs[s] - hf[static_cast<int64_t>(greedy[s])].item<double>());
+                worst = std::max(worst, diff);
+                QVERIFY2(diff <= 1e-5, qPrintable(QString("prompt %1 step %2: |logprob - HF| = %3").arg(p).arg(s).arg(diff)));
+            }
+        }
+        qInfo("%s: largest |logprob - HF| of a greedy token %.3g", qPrintable(variant), worst);
+    }
+
+    // Grouped-query attention: the cache holds the key/value heads only (llama_gqa: 6 query heads
+    // over 2 key/value heads of 8 dimensions, 2 layers): K and V x layers x 16 positions x 2 x 8 floats.
+    void kv_cache_holds_key_value_heads_only() {
+        const Variant v = load_variant("llama_gqa");
+        auto engine = make_engine(v.dir);
+        auto sink = std::make_shared<CollectingSink>();
+        std::atomic<int64_t> per_block{0};
+        engine->set_stats_listener([&](const lorascope::StepStats& s) {
+            if (s.kv_blocks_used > 0) per_block = s.kv_bytes_allocated / s.kv_blocks_used;
+        });
+        engine->submit(greedy_request(v.records["prompts"][1], 4), sink);
+        QVERIFY(sink->wait_finished(1));
+        engine->wait_idle();
+        engine->set_stats_listener(nullptr);
+        QCOMPARE(per_block.load(), int64_t(2 * 2 * 16 * 2 * 8 * 4));
     }
 
     void bad_model_directory_is_a_clear_error() {

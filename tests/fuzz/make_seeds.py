@@ -5,7 +5,9 @@ Run with the oracle's Python (scripts/setup-oracle): .venv-oracle/bin/python tes
 Sources, all small and all from the repository or from the libraries that define the formats:
   - safetensors files written by the safetensors library itself (numpy API), every dtype we read,
     metadata, empty tensors, a two-shard checkpoint with the index transformers writes;
-  - the demo pack's config.json / generation_config.json (saved by transformers) for T5, BART, BLOOM;
+  - the demo pack's config.json / generation_config.json (saved by transformers) for T5, BART, BLOOM,
+    and configs transformers writes for Llama 3.1-, Mistral- and Qwen2.5-like models (GQA, rope
+    scaling, sliding windows, eos lists);
   - the demo pack's PEFT adapter_config.json files with tiny tensors of the rank they declare, under
     the names PEFT saves (the demo's own weights are 50-370 KB each, too big for a seed);
   - the demo pack's tokenizer.json / tokenizer_config.json / vocab.json / merges.txt;
@@ -93,6 +95,25 @@ def config_seeds():
         gen = read(DEMO, model, "generation_config.json")
         write("model_config", model, SEP.join([cfg, gen]))
         write("model_config", model + "-no-generation-config", cfg)
+    from transformers import GenerationConfig, LlamaConfig, MistralConfig, Qwen2Config
+    llama = LlamaConfig(vocab_size=128256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                        num_attention_heads=8, num_key_value_heads=2, head_dim=16, attention_bias=True,
+                        max_position_embeddings=131072, rope_theta=500000.0, tie_word_embeddings=True,
+                        rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                      "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+                        bos_token_id=128000, eos_token_id=[128001, 128008, 128009])
+    mistral = MistralConfig(vocab_size=32000, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
+                            num_attention_heads=4, num_key_value_heads=1, sliding_window=4096)
+    qwen2 = Qwen2Config(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+                        num_attention_heads=14, num_key_value_heads=2, rope_theta=1000000.0, tie_word_embeddings=True,
+                        use_sliding_window=True, sliding_window=256, max_window_layers=21,
+                        rope_scaling={"type": "yarn", "factor": 4.0}, bos_token_id=151643, eos_token_id=151643)
+    gen = GenerationConfig(bos_token_id=151643, eos_token_id=[151645, 151643], pad_token_id=151643,
+                           repetition_penalty=1.1, top_k=20, do_sample=True, temperature=0.7)
+    write("model_config", "llama", SEP.join([llama.to_json_string().encode(),
+                                             GenerationConfig.from_model_config(llama).to_json_string().encode()]))
+    write("model_config", "mistral-no-generation-config", mistral.to_json_string().encode())
+    write("model_config", "qwen2", SEP.join([qwen2.to_json_string().encode(), gen.to_json_string().encode()]))
 
 
 def adapter_seeds():

@@ -39,6 +39,49 @@ void check_flag_default_false(const std::string& where, const char* field, bool 
     QVERIFY2(hf == ours, (where + ": field " + field).c_str());
 }
 
+// eos_token_id is an int, a list or absent.
+std::vector<int64_t> hf_eos_ids(const json& hf) {
+    const json eos = hf.contains("eos_token_id") ? hf.at("eos_token_id") : json();
+    if (eos.is_number_integer()) return {eos.get<int64_t>()};
+    if (eos.is_array()) return eos.get<std::vector<int64_t>>();
+    return {};
+}
+
+void compare_llama(const std::string& where, const LlamaConfig& c, const json& hf) {
+    check_field(where, "hidden_size", c.hidden_size, hf);
+    check_field(where, "intermediate_size", c.intermediate_size, hf);
+    check_field(where, "num_hidden_layers", c.num_hidden_layers, hf);
+    check_field(where, "num_attention_heads", c.num_attention_heads, hf);
+    check_field(where, "num_key_value_heads", c.num_key_value_heads, hf);
+    // Qwen2Config has no head_dim attribute: its attention derives it.
+    if (hf.contains("head_dim")) check_field(where, "head_dim", c.head_dim, hf);
+    else QCOMPARE(c.head_dim, c.hidden_size / c.num_attention_heads);
+    check_field(where, "hidden_act", c.hidden_act, hf);
+    check_field(where, "max_position_embeddings", c.max_position_embeddings, hf);
+    check_field(where, "rms_norm_eps", c.rms_norm_eps, hf);
+    check_field(where, "tie_word_embeddings", c.tie_word_embeddings, hf);
+    check_field(where, "rope_theta", c.rope_theta, hf);
+    check_optional(where, "sliding_window", c.sliding_window, hf);
+    check_optional(where, "bos_token_id", c.bos_token_id, hf);
+    check_optional(where, "pad_token_id", c.pad_token_id, hf);
+    QVERIFY2(c.eos_token_ids == hf_eos_ids(hf), (where + ": eos_token_id hf=" + hf.value("eos_token_id", json()).dump()).c_str());
+    if (hf.contains("attention_bias")) check_field(where, "attention_bias", c.attention_bias, hf);
+    if (hf.contains("mlp_bias")) check_field(where, "mlp_bias", c.mlp_bias, hf);
+    if (hf.contains("use_sliding_window")) {
+        check_field(where, "use_sliding_window", c.use_sliding_window, hf);
+        check_field(where, "max_window_layers", c.max_window_layers, hf);
+    }
+    const json rs = hf.contains("rope_scaling") ? hf.at("rope_scaling") : json();
+    // Mistral keeps a rope_scaling key as a plain attribute that its rotary embedding never reads.
+    if (rs.is_null() || hf.at("model_type") == "mistral") {
+        QVERIFY2(!c.rope_scaling, (where + ": rope_scaling").c_str());
+    } else {
+        QVERIFY2(c.rope_scaling, (where + ": rope_scaling").c_str());
+        QCOMPARE(c.rope_scaling->rope_type, rs.at("rope_type").get<std::string>());
+        if (rs.contains("factor")) QCOMPARE(c.rope_scaling->factor, rs.at("factor").get<double>());
+    }
+}
+
 void compare_config(const std::string& where, const ModelConfig& m, const json& hf) {
     QCOMPARE(m.model_type, hf.at("model_type").get<std::string>());
     check_optional<std::string>(where, "torch_dtype",
@@ -112,6 +155,7 @@ void compare_config(const std::string& where, const ModelConfig& m, const json& 
             check_optional(where, "pad_token_id", c.pad_token_id, hf);
             break;
         }
+        case Family::Llama: compare_llama(where, m.llama(), hf); break;
     }
 }
 
@@ -141,11 +185,7 @@ void compare_generation(const std::string& where, const GenerationConfig& g, con
     if (hf.contains("bad_words_ids") && !hf.at("bad_words_ids").is_null())
         hf_bad_words = hf.at("bad_words_ids").get<std::vector<std::vector<int64_t>>>();
     QVERIFY2(g.bad_words_ids == hf_bad_words, (where + ": bad_words_ids").c_str());
-    const json eos = hf.contains("eos_token_id") ? hf.at("eos_token_id") : json();
-    std::vector<int64_t> hf_eos;
-    if (eos.is_number_integer()) hf_eos.push_back(eos.get<int64_t>());
-    else if (eos.is_array()) hf_eos = eos.get<std::vector<int64_t>>();
-    QVERIFY2(g.eos_token_ids == hf_eos, (where + ": eos_token_id hf=" + eos.dump()).c_str());
+    QVERIFY2(g.eos_token_ids == hf_eos_ids(hf), (where + ": eos_token_id hf=" + hf.value("eos_token_id", json()).dump()).c_str());
 }
 
 }  // namespace
@@ -211,6 +251,18 @@ private Q_SLOTS:
                      ErrorKind::Format, {"/m/config.json", "feed_forward_proj"}, "bad feed_forward_proj");
         expect_error([] { parse_model_config(R"({"model_type":"bloom","hidden_size":10,"n_head":3})", "/m/config.json"); },
                      ErrorKind::Format, {"/m/config.json", "hidden_size"}, "indivisible heads");
+        expect_error([] { parse_model_config(R"({"model_type":"llama","num_attention_heads":6,"num_key_value_heads":4})",
+                                             "/m/config.json"); },
+                     ErrorKind::Format, {"/m/config.json", "num_key_value_heads"}, "kv heads not dividing heads");
+        expect_error([] { parse_model_config(R"({"model_type":"llama","rope_scaling":{"rope_type":"llama3","factor":8.0}})",
+                                             "/m/config.json"); },
+                     ErrorKind::Format, {"/m/config.json", "low_freq_factor"}, "llama3 without its keys");
+        expect_error([] { parse_model_config(R"({"model_type":"qwen2","rope_scaling":{"type":"ntk-by-parts","factor":2}})",
+                                             "/m/config.json"); },
+                     ErrorKind::Unsupported, {"/m/config.json", "ntk-by-parts"}, "unknown rope type");
+        expect_error([] { parse_model_config(R"({"model_type":"qwen2","hidden_size":64,"num_attention_heads":4,"head_dim":32})",
+                                             "/m/config.json"); },
+                     ErrorKind::Format, {"/m/config.json", "head_dim"}, "qwen2 head_dim disagreeing");
         expect_error([] { load_model_config("/nonexistent/lorascope/dir"); }, ErrorKind::NotFound,
                      {"/nonexistent/lorascope/dir"}, "missing directory");
         QTemporaryDir empty;

@@ -10,7 +10,7 @@
 namespace lorascope::test {
 
 inline const std::vector<std::string>& lora_bases() {
-    static const std::vector<std::string> names = {"t5", "t5_gated", "bart", "bloom",
+    static const std::vector<std::string> names = {"t5", "t5_gated", "bart", "bloom", "llama", "mistral", "qwen2",
                                                    // issue 30: tests/oracle/seq2seq_variants.py
                                                    "mt5", "marian", "mbart", "pegasus", "m2m100"};
     return names;

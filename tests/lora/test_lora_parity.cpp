@@ -21,6 +21,17 @@ using nlohmann::json;
 namespace {
 
 constexpr double kLogitTolerance = 1e-4;
+// The Llama family (issue 27) is held to log-probabilities within 1e-5 as well: those of HF's greedy
+// tokens. Over the whole vocabulary, 2e-5: qwen2's rsLoRA adapter (alpha 30 on k_proj, a 15-fold
+// scale) reached 1.05e-5 on a token of log-probability -6.4 under AVX-512 after the ISA-dispatched
+// products came in (its greedy token: 6.2e-6; under AVX2 both stay within 1e-5).
+constexpr double kLogprobTolerance = 1e-5;
+constexpr double kVocabLogprobTolerance = 2e-5;
+
+bool llama_family(const json& rec) {
+    const std::string f = rec["family"].get<std::string>();
+    return f == "llama" || f == "mistral" || f == "qwen2";
+}
 
 struct Row {
     size_t run = 0;      // index into records["runs"]
@@ -115,6 +126,13 @@ void check_row(const json& rec, const Row& r, const BatchResult& got, size_t i) 
         const double diff = (got.logits[i][s] - hf).abs().max().item<double>();
         if (diff > kLogitTolerance)
             QFAIL(qPrintable(QString("%1 step %2: max |logit - HF| = %3").arg(row_label(rec, r).c_str()).arg(s).arg(diff)));
+        if (!llama_family(rec)) continue;
+        const at::Tensor lp = (at::log_softmax(got.logits[i][s], -1) - at::log_softmax(hf, -1)).abs();
+        const double all = lp.max().item<double>();
+        const double chosen = s < path.size() ? lp[path[s].get<int64_t>()].item<double>() : 0;
+        if (chosen > kLogprobTolerance || all > kVocabLogprobTolerance)
+            QFAIL(qPrintable(QString("%1 step %2: |logprob - HF| = %3 on HF's greedy token, %4 at most")
+                                 .arg(row_label(rec, r).c_str()).arg(s).arg(chosen).arg(all)));
     }
     for (size_t s = 0; s < got.argmax[i].size() && s < path.size(); ++s)
         if (got.argmax[i][s] != path[s].get<int64_t>())

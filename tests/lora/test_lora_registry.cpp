@@ -137,6 +137,29 @@ private Q_SLOTS:
         QVERIFY_EXCEPTION_THROWN(registry.unload("never-loaded"), Error);
     }
 
+    // Llama-family adapters on the wrong base: the refusal names the module and the shape (qwen2 has
+    // one key/value head where llama has two), or the architecture (a BLOOM adapter); an adapter of
+    // the same shapes (llama's on mistral) loads, with a warning about its base.
+    void llama_family_adapters_name_the_mismatch() {
+        const auto qwen2 = test::load_lora_base("qwen2");
+        const auto llama = test::load_lora_base("llama");
+        const auto bloom = test::load_lora_base("bloom");
+        auto model = models::load_model(qwen2.model_dir);
+        adapters::AdapterRegistry registry(*model);
+        expect_load_error(registry, "llama_on_qwen2", llama.adapter_dir("patterns"),
+                          {"adapter_model.safetensors", "self_attn.k_proj.lora_B.weight", "shape", "output features"});
+        expect_load_error(registry, "bloom_on_qwen2", bloom.adapter_dir("all"),
+                          {"adapter_model.safetensors", "transformer.h.0.", "does not have", "Llama-family", "another architecture"});
+        expect_still_serving(registry, qwen2.adapter_dir("all"));
+
+        const auto mistral = test::load_lora_base("mistral");
+        auto mistral_model = models::load_model(mistral.model_dir);
+        adapters::AdapterRegistry on_mistral(*mistral_model);
+        const AdapterInfo info = on_mistral.load("llama_on_mistral", llama.adapter_dir("small"));
+        QCOMPARE(info.rank, int64_t(4));
+        QVERIFY(!info.warnings.empty());
+    }
+
     void budget_evicts_idle_adapters_lru_and_reloads_on_demand() {
         const auto base = test::load_lora_base("bart");
         auto model = models::load_model(base.model_dir);

@@ -137,6 +137,50 @@ private Q_SLOTS:
         QVERIFY(!at::equal(from16, at::zeros_like(from16)));
     }
 
+    // Grouped-query and multi-query attention: the kernel reads each key/value head once for its
+    // query group and gives bit for bit what it gives over a cache holding every head repeated for
+    // its queries (HF's repeat_kv), for float32 and bfloat16 caches, with a per-row bias.
+    void paged_attention_groups_query_heads_data() {
+        QTest::addColumn<qint64>("kv_heads");
+        QTest::addColumn<bool>("bfloat16");
+        QTest::newRow("GQA 6/2") << qint64(2) << false;
+        QTest::newRow("MQA 6/1") << qint64(1) << false;
+        QTest::newRow("GQA 6/3 bfloat16") << qint64(3) << true;
+    }
+
+    void paged_attention_groups_query_heads() {
+        QFETCH(qint64, kv_heads);
+        QFETCH(bool, bfloat16);
+        c10::InferenceMode guard;
+        const int64_t B = 3, H = 6, D = 16, block = 16, blocks = 9, width = 3, G = H / kv_heads;
+        const std::vector<int64_t> valid = {40, 1, 17};
+        const std::vector<int32_t> table = {5, 2, 7, 1, 0, 0, 8, 3, 0};
+        at::Tensor q = at::randn({B, 1, H, D}).transpose(1, 2);
+        at::Tensor k = at::randn({blocks, kv_heads, block, D}), v = at::randn({blocks, kv_heads, block, D});
+        if (bfloat16) k = k.to(at::kBFloat16), v = v.to(at::kBFloat16);
+        auto repeated = [&](const at::Tensor& t) {
+            return t.unsqueeze(2).expand({blocks, kv_heads, G, block, D}).reshape({blocks, H, block, D}).contiguous();
+        };
+        const at::Tensor bias = length_mask(valid, width * block) + at::randn({B, H, 1, width * block});
+        const at::Tensor grouped = ops::attend_single_query_paged(q, k, v, table, width, block, valid, width * block, bias, 0.25);
+        const at::Tensor each = ops::attend_single_query_paged(q, repeated(k), repeated(v), table, width, block, valid,
+                                                               width * block, bias, 0.25);
+        QVERIFY2(at::equal(grouped, each), "grouped heads must read as their repeated heads");
+        // And it is attention: the generic formula on the gathered, repeated operands.
+        for (int64_t b = 0; b < B; ++b) {
+            const int64_t n = valid[static_cast<size_t>(b)];
+            std::vector<at::Tensor> ks, vs;
+            for (int64_t j = 0; j * block < n; ++j) {
+                ks.push_back(repeated(k)[table[static_cast<size_t>(b * width + j)]].to(at::kFloat));
+                vs.push_back(repeated(v)[table[static_cast<size_t>(b * width + j)]].to(at::kFloat));
+            }
+            const at::Tensor kb = at::cat(ks, 1).narrow(1, 0, n), vb = at::cat(vs, 1).narrow(1, 0, n);  // [H, n, D]
+            const at::Tensor scores = at::matmul(q[b], kb.transpose(-1, -2)) * 0.25 + bias[b].narrow(-1, 0, n);
+            const at::Tensor expected = at::matmul(at::softmax(scores, -1), vb).reshape({H * D});
+            QVERIFY(close(grouped[b][0], expected, 1e-5, 1e-5));
+        }
+    }
+
     void rms_norm_matches_t5_formula() {
         // T5LayerNorm: x * rsqrt(mean(x^2) + eps) * weight, for decode rows, prefill rows and a
         // strided view (which takes ATen's path).

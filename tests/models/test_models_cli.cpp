@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "lorascope/finish_json.h"
+#include "cli_process.h"
 #include "oracle_records.h"
 #include "shared_skip.h"
 #include "test_env.h"
@@ -56,18 +57,26 @@ class TestModelsCli : public QObject {
 private Q_SLOTS:
     void initTestCase() { QVERIFY2(lorascope::test::exists(lorascope::test::cli_path()), "LORASCOPE_CLI not built"); }
 
-    // Text in, text out, with the real T5 tokenizer: HF's decode of HF's greedy output.
+    // Text in, text out: HF's decode of HF's greedy output, with the real T5 tokenizer and with a tiny
+    // Llama carrying the demo pack's byte-level BPE.
+    void generate_text_matches_hf_data() {
+        QTest::addColumn<QString>("variant");
+        QTest::newRow("t5_tok") << "t5_tok";
+        QTest::newRow("llama_tok") << "llama_tok";
+    }
+
     void generate_text_matches_hf() {
+        QFETCH(QString, variant);
         const std::string tokenizers = lorascope::test::shared_tokenizers() + "/t5/spiece.model";
-        if (!lorascope::test::exists(tokenizers))
+        if (variant == "t5_tok" && !lorascope::test::exists(tokenizers))
             LORASCOPE_SKIP_SHARED("the real T5 tokenizer files (LORASCOPE_SHARED_TOKENIZERS/t5) are absent; text parity not checked");
-        const json rec = lorascope::test::load_records("t5_tok");
+        const json rec = lorascope::test::load_records(variant.toStdString());
         std::ostringstream input;
         for (const auto& r : rec["requests"])
             input << json{{"id", r["id"]}, {"prompt", r["prompt"]}, {"params", {{"max_new_tokens", r["max_new_tokens"]}}}}.dump()
                   << "\n";
         int code = -1;
-        auto out = by_id(run_cli({"generate", "--model", QString::fromStdString(lorascope::test::variant_model_dir("t5_tok")),
+        auto out = by_id(run_cli({"generate", "--model", QString::fromStdString(lorascope::test::variant_model_dir(variant.toStdString())),
                                   "--max-batch-size", "3"},
                                  input.str(), &code));
         QCOMPARE(code, 0);
@@ -82,9 +91,34 @@ private Q_SLOTS:
         }
     }
 
+    // tokenize on a Llama checkpoint: HF's ids for the prompts, and HF's text for the generated ids.
+    void tokenize_llama_checkpoint_matches_hf() {
+        const json rec = lorascope::test::load_records("llama_tok");
+        const QString dir = QString::fromStdString(lorascope::test::variant_model_dir("llama_tok"));
+        for (const auto& r : rec["requests"]) {
+            const auto encoded = lorascope::test::run_cli_command({"tokenize", "--model", dir, "--text",
+                                                                   QString::fromStdString(r["prompt"].get<std::string>())});
+            QVERIFY2(encoded.exit_code == 0, encoded.err.c_str());
+            QCOMPARE(json::parse(encoded.out)["ids"].dump(), r["prompt_ids"].dump());
+            QStringList ids;
+            for (const auto& t : r["token_ids"]) ids << QString::number(t.get<int64_t>());
+            const auto decoded = lorascope::test::run_cli_command({"tokenize", "--model", dir, "--no-special", "--ids", ids.join(",")});
+            QVERIFY2(decoded.exit_code == 0, decoded.err.c_str());
+            QCOMPARE(QString::fromStdString(json::parse(decoded.out)["text"].get<std::string>()),
+                     QString::fromStdString(r["text"].get<std::string>()));
+        }
+    }
+
     // input_ids requests in small static batches; a bad request gets an error, the others go on.
+    void generate_ids_with_errors_data() {
+        QTest::addColumn<QString>("variant");
+        QTest::newRow("bloom_4h") << "bloom_4h";
+        QTest::newRow("mistral_window") << "mistral_window";
+    }
+
     void generate_ids_with_errors() {
-        const json rec = lorascope::test::load_records("bloom_4h");
+        QFETCH(QString, variant);
+        const json rec = lorascope::test::load_records(variant.toStdString());
         const auto& prompts = rec["prompts"];
         std::ostringstream input;
         for (size_t p = 0; p < prompts.size(); ++p)
@@ -94,7 +128,7 @@ private Q_SLOTS:
         input << json{{"id", "bad-id"}, {"input_ids", {1, 2, 999999}}}.dump() << "\n";
         input << "{not json\n";
         int code = -1;
-        const auto lines = run_cli({"generate", "--model", QString::fromStdString(lorascope::test::variant_model_dir("bloom_4h")),
+        const auto lines = run_cli({"generate", "--model", QString::fromStdString(lorascope::test::variant_model_dir(variant.toStdString())),
                                     "--max-batch-size", "2"},
                                    input.str(), &code);
         QCOMPARE(code, 0);
@@ -120,7 +154,7 @@ private Q_SLOTS:
     }
 
     void score_matches_hf_loss() {
-        for (const std::string variant : {"t5_v1_1", "bart_plain", "bloom_6h_postln"}) {
+        for (const std::string variant : {"t5_v1_1", "bart_plain", "bloom_6h_postln", "llama_dynamic", "qwen2_window_dynamic"}) {
             const json rec = lorascope::test::load_records(variant);
             std::ostringstream input;
             for (size_t i = 0; i < rec["score"].size(); ++i)

@@ -12,6 +12,8 @@ import hf_compat  # noqa: F401  (before generate())
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
+from llama_variants import CAUSAL_FAMILIES, reset_rotary
+
 SETTINGS = [
     # The setting: 4 beams, length penalty 2.0, no repeated 3-grams, early stopping.
     {"num_beams": 4, "length_penalty": 2.0, "no_repeat_ngram_size": 3, "early_stopping": True,
@@ -24,7 +26,7 @@ SETTINGS = [
 
 def generated(out, family, prompt):
     ids = out[0].tolist()
-    gen = ids[1:] if family != "bloom" else ids[len(prompt):]
+    gen = ids[1:] if family not in CAUSAL_FAMILIES else ids[len(prompt):]
     return gen
 
 
@@ -44,7 +46,7 @@ def main():
             continue
         family = records["family"]
         mdir = os.path.join(root, variant, records["model_dir"])
-        cls = AutoModelForCausalLM if family == "bloom" else AutoModelForSeq2SeqLM
+        cls = AutoModelForCausalLM if family in CAUSAL_FAMILIES else AutoModelForSeq2SeqLM
         model = cls.from_pretrained(mdir, torch_dtype=torch.float32).eval()
         eos = records["eos_token_id"]
         settings = []
@@ -52,6 +54,7 @@ def main():
             outputs = []
             for prompt in records["prompts"]:
                 ids = torch.tensor([prompt])
+                reset_rotary(model)
                 with torch.no_grad():
                     out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, **params)
                 gen = generated(out, family, prompt)

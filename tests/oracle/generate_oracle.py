@@ -30,10 +30,11 @@ from transformers import (AutoModelForCausalLM, AutoModelForSeq2SeqLM, BartConfi
 from transformers.generation.stopping_criteria import StopStringCriteria
 from transformers.utils import logging as hf_logging
 
+from llama_variants import CAUSAL_FAMILIES, reset_rotary
 from models_oracle import randomize
 
 NEW = 16
-SAMPLING_VARIANTS = ["t5_v1_1", "bart_plain", "bloom_4h"]
+SAMPLING_VARIANTS = ["t5_v1_1", "bart_plain", "bloom_4h", "llama_gqa", "mistral_window", "qwen2_window_dynamic"]
 # Each setting is a request's params as the engine takes them ("seed" is ours: torch.manual_seed).
 SAMPLING = [
     {"do_sample": True, "top_k": 10, "seed": 11},
@@ -75,7 +76,7 @@ def hf_kwargs(params):
 
 
 def load(mdir, family, adapter_dir=None):
-    cls = AutoModelForCausalLM if family == "bloom" else AutoModelForSeq2SeqLM
+    cls = AutoModelForCausalLM if family in CAUSAL_FAMILIES else AutoModelForSeq2SeqLM
     model = cls.from_pretrained(mdir, torch_dtype=torch.float32).eval()
     if adapter_dir:
         model = PeftModel.from_pretrained(model, adapter_dir).eval()
@@ -84,7 +85,7 @@ def load(mdir, family, adapter_dir=None):
 
 def new_tokens(row, family, prompt_len, eos, pad):
     """Generated ids of one output row: HF pads rows that ended early (eos) with pad."""
-    gen = row[prompt_len:] if family == "bloom" else row[1:]
+    gen = row[prompt_len:] if family in CAUSAL_FAMILIES else row[1:]
     out = []
     for t in gen:
         out.append(int(t))
@@ -95,6 +96,7 @@ def new_tokens(row, family, prompt_len, eos, pad):
 
 def run(model, family, prompt, params, eos, pad, scores=False, **extra):
     ids = torch.tensor([prompt])
+    reset_rotary(model)
     if "seed" in params:
         torch.manual_seed(params["seed"])
     with torch.no_grad():
@@ -137,7 +139,7 @@ def hf_kwargs_keep_seed(p):
 
 def num_return_sequences(root):
     out = []
-    for name in ["t5_v1_0", "bart_plain", "bloom_6h_postln"]:
+    for name in ["t5_v1_0", "bart_plain", "bloom_6h_postln", "llama_dynamic"]:
         rec, mdir = variant_records(root, name)
         family, eos, pad = rec["family"], rec["eos_token_id"], rec["pad_token_id"]
         model = load(mdir, family)
@@ -151,7 +153,7 @@ def num_return_sequences(root):
 
 def lora_beams(root):
     out = []
-    for base in ["t5", "bart", "bloom"]:
+    for base in ["t5", "bart", "bloom", "llama", "qwen2"]:
         bdir = os.path.join(root, "lora", base)
         with open(os.path.join(bdir, "records.json")) as f:
             rec = json.load(f)

@@ -27,8 +27,9 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 from transformers import (AutoConfig, BartConfig, BartForConditionalGeneration, BartModel, BloomConfig,
-                          BloomForCausalLM, BloomModel, GenerationConfig, T5Config,
-                          T5ForConditionalGeneration)
+                          BloomForCausalLM, BloomModel, GenerationConfig, LlamaConfig, LlamaForCausalLM,
+                          MistralConfig, MistralForCausalLM, MistralModel, Qwen2Config, Qwen2ForCausalLM,
+                          T5Config, T5ForConditionalGeneration)
 
 
 def sha(t):
@@ -75,6 +76,16 @@ def tiny_configs():
                       max_position_embeddings=64, scale_embedding=True)
     bloom = BloomConfig(vocab_size=96, hidden_size=16, n_layer=2, n_head=4)
     return t5, t5_gated, bart, bloom
+
+
+def tiny_llama_configs():
+    llama = LlamaConfig(vocab_size=96, hidden_size=16, intermediate_size=24, num_hidden_layers=2,
+                        num_attention_heads=4, num_key_value_heads=2, attention_bias=True)
+    mistral = MistralConfig(vocab_size=96, hidden_size=16, intermediate_size=24, num_hidden_layers=2,
+                            num_attention_heads=4, num_key_value_heads=1, sliding_window=8)
+    qwen2 = Qwen2Config(vocab_size=96, hidden_size=16, intermediate_size=24, num_hidden_layers=2,
+                        num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True)
+    return llama, mistral, qwen2
 
 
 def save_model(root, name, model, task_class, records, **save_kwargs):
@@ -137,6 +148,11 @@ def make_models(out):
     # Bare base classes: no "model." / "transformer." prefix, no lm_head in the file.
     save_model(root, "bart_base_class", BartModel(bart), BartForConditionalGeneration, names)
     save_model(root, "bloom_base_class", BloomModel(bloom), BloomForCausalLM, names)
+    llama, mistral, qwen2 = tiny_llama_configs()
+    save_model(root, "llama_f32", LlamaForCausalLM(llama), LlamaForCausalLM, names)
+    save_model(root, "mistral_bf16", MistralForCausalLM(mistral).to(torch.bfloat16), MistralForCausalLM, names)
+    save_model(root, "qwen2_tied_f32", Qwen2ForCausalLM(qwen2), Qwen2ForCausalLM, names)
+    save_model(root, "mistral_base_class", MistralModel(mistral), MistralForCausalLM, names)
     write_json(os.path.join(root, "index.json"), {"models": names})
 
 
@@ -190,6 +206,25 @@ def config_cases():
                             "layer_norm_epsilon": 1e-6, "tie_word_embeddings": False},
         "bloom_generation_keys": {"model_type": "bloom", "max_length": 77, "do_sample": True, "top_k": 5,
                                   "eos_token_id": 2, "repetition_penalty": 1.3},
+        "llama_defaults": {"model_type": "llama"},
+        "llama_gqa_head_dim": {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 8,
+                               "num_key_value_heads": 2, "head_dim": 16, "attention_bias": True, "mlp_bias": True,
+                               "tie_word_embeddings": True, "pad_token_id": 0},
+        "llama_null_kv_heads": {"model_type": "llama", "num_attention_heads": 4, "num_key_value_heads": None,
+                                "eos_token_id": [128001, 128008, 128009], "bos_token_id": 128000},
+        "llama_rope_type_alias": {"model_type": "llama", "rope_scaling": {"type": "linear", "factor": 2.0}},
+        "llama3_rope": {"model_type": "llama", "max_position_embeddings": 131072, "rope_theta": 500000.0,
+                        "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}},
+        "mistral_defaults": {"model_type": "mistral"},
+        "mistral_null_window": {"model_type": "mistral", "sliding_window": None, "num_key_value_heads": None,
+                                "head_dim": 0, "rope_scaling": {"rope_type": "linear", "factor": 4.0}},
+        "qwen2_defaults": {"model_type": "qwen2"},
+        "qwen2_window": {"model_type": "qwen2", "use_sliding_window": True, "sliding_window": 128,
+                         "max_window_layers": 3, "num_key_value_heads": 2, "tie_word_embeddings": True,
+                         "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},
+                         "bos_token_id": 151643, "eos_token_id": 151645},
+        "qwen2_window_unused": {"model_type": "qwen2", "use_sliding_window": False, "sliding_window": 64},
     }
 
 

@@ -1,5 +1,6 @@
-"""Oracle step `oracle_lora`: tiny random T5 (plain and gated), BART and BLOOM checkpoints, and mT5,
-Marian, mBART, Pegasus and M2M100 ones (seq2seq_variants.py), each with
+"""Oracle step `oracle_lora`: tiny random T5 (plain and gated), BART, BLOOM, Llama, Mistral (with a
+sliding window) and Qwen2 (multi-query, q/k/v biases, tied head) checkpoints, and mT5, Marian, mBART,
+Pegasus and M2M100 ones (seq2seq_variants.py), each with
 PEFT LoRA adapters made by PEFT itself (get_peft_model + save_pretrained) with randomised, non-zero
 lora_A/lora_B, and what HF + PEFT compute with each adapter and with the bare base model.
 
@@ -19,9 +20,11 @@ import warnings
 import hf_compat  # noqa: F401  (must come before generate() is used)
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
-from transformers import (BartConfig, BartForConditionalGeneration, BloomConfig, BloomForCausalLM,
+from transformers import (BartConfig, BartForConditionalGeneration, BloomConfig, BloomForCausalLM, LlamaConfig,
+                          LlamaForCausalLM, MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM,
                           T5Config, T5ForConditionalGeneration)
 
+from llama_variants import CAUSAL_FAMILIES, LLAMA_FAMILIES, TIED
 from lora_init import randomize_lora
 from models_oracle import make_prompts, randomize, trim
 from seq2seq_variants import lora_bases as seq2seq_bases
@@ -67,7 +70,30 @@ def bases():
          {"rank_pattern": {"dense_h_to_4h": 3, "h.1.self_attention.query_key_value": 7},
           "alpha_pattern": {"h.0.self_attention.query_key_value": 30.0},
           "targets": ["query_key_value", "dense_h_to_4h", "dense"]}),
-    ] + seq2seq_bases()
+    ] + llama_bases() + seq2seq_bases()
+
+
+LLAMA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"]
+LLAMA_COMMON = dict(vocab_size=150, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+                    bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
+def llama_bases():
+    return [
+        ("llama", "llama", LlamaForCausalLM, LlamaConfig(num_key_value_heads=2, **LLAMA_COMMON),
+         LLAMA_TARGETS, ["q_proj", "v_proj"], ["k_proj", "o_proj", "up_proj"],
+         {"rank_pattern": {"gate_proj": 3, "model.layers.1.self_attn.k_proj": 2},
+          "alpha_pattern": {"down_proj": 5.0}, "targets": ["k_proj", "gate_proj", "down_proj", "o_proj"]}),
+        # Prompt plus generation run past the window.
+        ("mistral", "mistral", MistralForCausalLM, MistralConfig(num_key_value_heads=2, sliding_window=6, **LLAMA_COMMON),
+         LLAMA_TARGETS, ["q_proj", "v_proj"], ["gate_proj", "up_proj", "down_proj", "v_proj"],
+         {"rank_pattern": {"up_proj": 5}, "alpha_pattern": {"model.layers.0.self_attn.q_proj": 3.0},
+          "targets": ["q_proj", "up_proj", "down_proj"]}),
+        ("qwen2", "qwen2", Qwen2ForCausalLM, Qwen2Config(num_key_value_heads=1, tie_word_embeddings=True, **LLAMA_COMMON),
+         LLAMA_TARGETS, ["q_proj", "v_proj"], ["q_proj", "k_proj", "v_proj", "o_proj"],
+         {"rank_pattern": {"v_proj": 7, "model.layers.0.mlp.gate_proj": 2}, "alpha_pattern": {"k_proj": 30.0},
+          "targets": ["v_proj", "k_proj", "gate_proj", "lm_head"]}),
+    ]
 
 
 def adapter_specs(all_targets, small_targets, rs_targets, pattern):
@@ -96,13 +122,13 @@ def greedy(model, family, prompt, eos):
     ids = torch.tensor([prompt])
     out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=MAX_NEW_TOKENS,
                          do_sample=False, num_beams=1)[0].tolist()
-    return trim(out[1:] if family != "bloom" else out[len(prompt):], eos)
+    return trim(out[1:] if family not in CAUSAL_FAMILIES else out[len(prompt):], eos)
 
 
 def step_logits(model, family, prompt, path, start):
     steps = min(LOGIT_STEPS, len(path))
     with torch.no_grad():
-        if family == "bloom":
+        if family in CAUSAL_FAMILIES:   # no dynamic rope here: one pass equals incremental decoding
             seq = torch.tensor([prompt + path[:steps - 1]])
             logits = model(input_ids=seq).logits[0, len(prompt) - 1:len(prompt) - 1 + steps]
         else:
@@ -120,8 +146,11 @@ def build_base(out_root, name, family, cls, config, targets, seed):
     torch.manual_seed(seed)
     model = cls(config).eval()
     randomize(model, seed)
+    if family in LLAMA_FAMILIES and config.tie_word_embeddings:   # see llama_variants.TIED
+        with torch.no_grad():
+            model.get_input_embeddings().weight.mul_(TIED["embedding_scale"])
     model.save_pretrained(mdir, safe_serialization=True)
-    task_type = "CAUSAL_LM" if family == "bloom" else "SEQ_2_SEQ_LM"
+    task_type = "CAUSAL_LM" if family in CAUSAL_FAMILIES else "SEQ_2_SEQ_LM"
 
     all_targets, small_targets, rs_targets, pattern = targets
     runs = [("", None)]
@@ -140,7 +169,7 @@ def build_base(out_root, name, family, cls, config, targets, seed):
         model = cls.from_pretrained(mdir, torch_dtype=torch.float32).eval()
         if adir:
             model = PeftModel.from_pretrained(model, adir).eval()
-        start = getattr(model.generation_config, "decoder_start_token_id", None) if family != "bloom" else None
+        start = getattr(model.generation_config, "decoder_start_token_id", None) if family not in CAUSAL_FAMILIES else None
         paths = [greedy(model, family, p, eos) for p in prompts]
         cfg = json.load(open(os.path.join(adir, "adapter_config.json"))) if adir else None
         records["runs"].append({

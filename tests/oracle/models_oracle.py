@@ -1,7 +1,7 @@
-"""Oracle step `oracle_models`: tiny random T5, BART and BLOOM checkpoints, and those of mT5, Marian,
-mBART, Pegasus and M2M100 (seq2seq_variants.py), built with Hugging Face's own classes, and HF's
-outputs on them (raw logits along the greedy path, greedy generate single and batched, labelled
-losses) for the C++ model tests.
+"""Oracle step `oracle_models`: tiny random T5, BART, BLOOM and Llama-family (llama_variants.py)
+checkpoints, and those of mT5, Marian, mBART, Pegasus and M2M100 (seq2seq_variants.py), built with
+Hugging Face's own classes, and HF's outputs on them (raw logits along the greedy path, greedy
+generate single and batched, labelled losses) for the C++ model tests.
 
 --device cuda[:N] records HF's outputs computed on that device (scripts/gpu-check); the checkpoints
 themselves are always built and tuned on the CPU, so they are the same files whatever the device.
@@ -19,11 +19,14 @@ import shutil
 import sys
 
 import hf_compat  # noqa: F401  (must come before generate() is used)
+import llama_variants
 import seq2seq_variants
 import torch
 from safetensors.torch import load_file, save_file
 from transformers import (AutoTokenizer, BartConfig, BartForConditionalGeneration, BloomConfig,
                           BloomForCausalLM, T5Config, T5ForConditionalGeneration)
+
+from llama_variants import CAUSAL_FAMILIES, LLAMA_FAMILIES, reset_rotary
 
 MAX_NEW_TOKENS = 32
 LOGIT_STEPS = 8
@@ -63,7 +66,7 @@ def variants():
         ("bloom_6h_postln", "bloom", BloomForCausalLM,
          BloomConfig(hidden_size=36, n_layer=3, n_head=6,
                      apply_residual_connection_post_layernorm=True, **common_bloom), {}),
-    ] + seq2seq_variants.variants()
+    ] + llama_variants.variants() + seq2seq_variants.variants()
 
 
 def randomize(model, seed):
@@ -90,7 +93,7 @@ def make_prompts(family, vocab, eos, seed, bos=0):
     g = torch.Generator().manual_seed(seed)
     prompts = []
     for n in PROMPT_LENGTHS:
-        if family == "bloom":
+        if family in CAUSAL_FAMILIES:
             ids = torch.randint(4, vocab, (n,), generator=g).tolist()
         elif family == "bart" and bos is None:
             ids = torch.randint(4, vocab, (n - 1,), generator=g).tolist() + [eos]
@@ -112,19 +115,21 @@ def trim(tokens, eos):
 
 
 def hf_greedy(model, family, prompt, eos):
+    reset_rotary(model)
     ids = torch.tensor([prompt], device=model.device)
     out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=MAX_NEW_TOKENS,
                          do_sample=False, num_beams=1)[0].tolist()
-    gen = out[1:] if family != "bloom" else out[len(prompt):]
+    gen = out[1:] if family not in CAUSAL_FAMILIES else out[len(prompt):]
     return trim(gen, eos)
 
 
 def hf_batched(model, family, prompts, eos, pad):
+    reset_rotary(model)
     width = max(len(p) for p in prompts)
     ids = torch.full((len(prompts), width), pad, dtype=torch.long)
     mask = torch.zeros_like(ids)
     for i, p in enumerate(prompts):
-        if family == "bloom":   # HF decoder-only batching: left padding
+        if family in CAUSAL_FAMILIES:   # HF decoder-only batching: left padding
             ids[i, width - len(p):] = torch.tensor(p)
             mask[i, width - len(p):] = 1
         else:
@@ -134,7 +139,7 @@ def hf_batched(model, family, prompts, eos, pad):
                          max_new_tokens=MAX_NEW_TOKENS, do_sample=False, num_beams=1)
     rows = []
     for i in range(len(prompts)):
-        gen = out[i, 1:] if family != "bloom" else out[i, width:]
+        gen = out[i, 1:] if family not in CAUSAL_FAMILIES else out[i, width:]
         rows.append(trim(gen.tolist(), eos))
     return rows
 
@@ -142,6 +147,8 @@ def hf_batched(model, family, prompts, eos, pad):
 def step_logits(model, family, prompt, greedy, start):
     """Raw (unprocessed) logits of the first decoding steps along HF's greedy path."""
     steps = min(LOGIT_STEPS, len(greedy))
+    if family in LLAMA_FAMILIES:
+        return llama_variants.incremental_logits(model, prompt, greedy, steps)
     with torch.no_grad():
         if family == "bloom":
             seq = torch.tensor([prompt + greedy[:steps - 1]], device=model.device)
@@ -159,16 +166,17 @@ def score_cases(model, family, prompts, eos, seed):
     for k, prompt in enumerate(prompts[:4]):
         n = [5, 1, 12, 9][k]
         target = torch.randint(4, vocab, (n,), generator=g).tolist()
-        if family != "bloom":
+        if family not in CAUSAL_FAMILIES:
             target = target + [eos]
         labels = list(target)
         if k == 2:
             labels[3] = -100
+        reset_rotary(model)
         with torch.no_grad():
-            if family == "bloom":
+            if family in CAUSAL_FAMILIES:
                 # A -100 label hides its token from the loss; the input reads pad there, as the
-                # seq2seq decoder input does after HF's shift_tokens_right.
-                pad = model.config.pad_token_id
+                # seq2seq decoder input does after HF's shift_tokens_right (no pad: eos, as generate pads).
+                pad = model.config.pad_token_id if model.config.pad_token_id is not None else eos
                 seq = torch.tensor([prompt + [pad if t == -100 else t for t in labels]], device=model.device)
                 lab = torch.tensor([[-100] * len(prompt) + labels], device=model.device)
                 out = model(seq, labels=lab)
@@ -251,9 +259,9 @@ def build_variant(out_root, name, family, cls, config, extra, seed, device="cpu"
         save_file(bare, path, metadata={"format": "pt"})
     model = cls.from_pretrained(mdir, torch_dtype=torch.float32).eval().to(device)
 
-    pad = config.pad_token_id
+    pad = config.pad_token_id if config.pad_token_id is not None else eos   # generate() pads with eos then
     start = getattr(model.generation_config, "decoder_start_token_id", None)
-    if start is None and family != "bloom":   # generate() starts from bos then (mBART)
+    if start is None and family not in CAUSAL_FAMILIES:   # generate() starts from bos then (mBART)
         start = model.generation_config.bos_token_id
     greedy = [hf_greedy(model, family, p, eos) for p in prompts]
     batched = hf_batched(model, family, prompts, eos, pad)
@@ -280,6 +288,8 @@ def build_variant(out_root, name, family, cls, config, extra, seed, device="cpu"
         "step_logits": [step_logits(model, family, p, g, start) for p, g in zip(prompts, greedy)],
         "score": score_cases(model, family, prompts, eos, seed + 3),
     }
+    if family in LLAMA_FAMILIES:
+        records["rope"] = llama_variants.rope_record(model)
     with open(os.path.join(vdir, "records.json"), "w") as f:
         json.dump(records, f)
     reasons = records["finish_reason"]
@@ -349,6 +359,9 @@ def main():
         build_variant(args.out, name, family, cls, config, extra, seed * 7, args.device)
     if not args.only or "t5_tok" in args.only:
         build_t5_with_real_tokenizer(args.out, tok_dir, args.device)
+    if not args.only or "llama_tok" in args.only:
+        demo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "resources", "demo", "bloom")
+        llama_variants.build_text_variant(args.out, demo, args.device)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ QString familyLabel(Family family) {
     case Family::T5: return QStringLiteral("T5");
     case Family::Bart: return QStringLiteral("BART");
     case Family::Bloom: return QStringLiteral("BLOOM");
+    case Family::Llama: return QStringLiteral("Llama");
     }
     return {};
 }
@@ -57,6 +58,12 @@ QString modelSummaryHtml(const QString& dir, const ModelConfig& m, const Generat
         row(QObject::tr("Layers"), QStringLiteral("%1 encoder + %2 decoder").arg(c.encoder_layers).arg(c.decoder_layers));
         row(QObject::tr("Width"), QStringLiteral("d_model %1, ffn %2, %3 heads").arg(c.d_model).arg(c.encoder_ffn_dim).arg(c.encoder_attention_heads));
         row(QObject::tr("Positions"), QString::number(c.max_position_embeddings));
+    } else if (m.family == Family::Llama) {
+        const auto& c = m.llama();
+        row(QObject::tr("Layers"), QString::number(c.num_hidden_layers));
+        row(QObject::tr("Width"), QStringLiteral("hidden %1, ffn %2, %3 heads / %4 KV heads × %5 (RoPE)")
+                                      .arg(c.hidden_size).arg(c.intermediate_size).arg(c.num_attention_heads)
+                                      .arg(c.num_key_value_heads).arg(c.head_dim));
     } else {
         const auto& c = m.bloom();
         row(QObject::tr("Layers"), QString::number(c.n_layer));

@@ -10,7 +10,7 @@
 
 namespace lorascope {
 
-enum class Family { T5, Bart, Bloom };
+enum class Family { T5, Bart, Bloom, Llama };
 const char* to_string(Family family);
 
 // How a BART-shaped model adds positions to its token embeddings.
@@ -100,18 +100,67 @@ struct BloomConfig {
     std::optional<int64_t> pad_token_id;
 };
 
+// rope_scaling of the Llama family, as transformers 4.46's ROPE_INIT_FUNCTIONS read it ("type" is the
+// older spelling of "rope_type"). Fields a type does not use keep their defaults.
+struct RopeScaling {
+    std::string rope_type = "default";         // default, linear, dynamic, yarn, longrope, llama3
+    double factor = 1.0;
+    std::optional<double> attention_factor;    // yarn, longrope
+    std::optional<double> beta_fast;           // yarn (default 32)
+    std::optional<double> beta_slow;           // yarn (default 1)
+    double low_freq_factor = 1.0;              // llama3
+    double high_freq_factor = 4.0;             // llama3
+    std::optional<int64_t> original_max_position_embeddings;  // llama3 (required)
+    std::vector<double> short_factor;          // longrope
+    std::vector<double> long_factor;           // longrope
+};
+
+// Llama, Mistral and Qwen2: one decoder-only architecture (RMSNorm, SwiGLU, rotary positions,
+// grouped-query attention). `model_type` picks the class whose defaults and options apply:
+// Mistral has no rope_scaling or biases and a sliding window by default; Qwen2 has q/k/v biases
+// and a window only with use_sliding_window.
+struct LlamaConfig {
+    int64_t vocab_size = 32000;
+    int64_t hidden_size = 4096;
+    int64_t intermediate_size = 11008;
+    int64_t num_hidden_layers = 32;
+    int64_t num_attention_heads = 32;
+    int64_t num_key_value_heads = 32;           // defaults to num_attention_heads (Mistral: 8)
+    int64_t head_dim = 128;                     // derived from hidden_size unless given (not Qwen2)
+    std::string hidden_act = "silu";
+    int64_t max_position_embeddings = 2048;
+    double rms_norm_eps = 1e-6;
+    bool tie_word_embeddings = false;
+    double rope_theta = 10000.0;
+    std::optional<RopeScaling> rope_scaling;    // Llama and Qwen2 only
+    // A top-level original_max_position_embeddings (Phi-3 style); longrope reads it when present.
+    std::optional<int64_t> original_max_position_embeddings;
+    bool attention_bias = false;                // Llama: q, k, v and o
+    bool qkv_bias = false;                      // Qwen2: q, k and v (always)
+    bool mlp_bias = false;                      // Llama: gate, up and down
+    // Keys at most sliding_window - 1 positions behind a query stay visible (Mistral; Qwen2 with
+    // use_sliding_window, on every layer as transformers 4.46's eager attention applies it).
+    std::optional<int64_t> sliding_window;
+    bool use_sliding_window = false;            // Qwen2
+    int64_t max_window_layers = 28;             // Qwen2: reported only (see sliding_window)
+    std::optional<int64_t> bos_token_id = 1;    // Qwen2: none
+    std::vector<int64_t> eos_token_ids = {2};   // an int or a list (Llama 3.1); Qwen2: none
+    std::optional<int64_t> pad_token_id;
+};
+
 struct ModelConfig {
     Family family = Family::T5;
     std::string model_type;          // as written in config.json
     std::string name_or_path;        // "_name_or_path" when present
     std::string torch_dtype;         // "float32", "float16", "bfloat16" or empty
     std::vector<std::string> architectures;
-    std::variant<T5Config, BartConfig, BloomConfig> arch;
+    std::variant<T5Config, BartConfig, BloomConfig, LlamaConfig> arch;
 
-    bool is_encoder_decoder() const { return family != Family::Bloom; }
+    bool is_encoder_decoder() const { return family == Family::T5 || family == Family::Bart; }
     const T5Config& t5() const { return std::get<T5Config>(arch); }
     const BartConfig& bart() const { return std::get<BartConfig>(arch); }
     const BloomConfig& bloom() const { return std::get<BloomConfig>(arch); }
+    const LlamaConfig& llama() const { return std::get<LlamaConfig>(arch); }
     int64_t vocab_size() const;           // config.json's vocab_size: the encoder's ids
     int64_t target_vocab_size() const;    // the ids the head scores (Marian's decoder_vocab_size)
     // Positions the model has a table for (max_position_embeddings: BART's and mBART's learned

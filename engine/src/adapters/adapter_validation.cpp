@@ -16,6 +16,7 @@ const char* family_name(Family family) {
         case Family::T5: return "T5";
         case Family::Bart: return "BART";
         case Family::Bloom: return "BLOOM";
+        case Family::Llama: return "Llama-family";
     }
     return "this";
 }

@@ -385,7 +385,9 @@ void BatchRunner::prefill_chunks(const std::vector<std::pair<LiveRequest*, int64
         for (const auto& piece : pieces) batch.concatenate(std::move(piece.first->cache));
         try {
             fault_point(FaultPoint::Prefill, ids);
-            const auto tokens = models::TokenBatch::from_rows(chunks, model_.pad_token_id(), model_.options().device());
+            auto tokens = models::TokenBatch::from_rows(chunks, model_.pad_token_id(), model_.options().device());
+            // A chunk belongs to a pass over the whole prompt in HF's terms (dynamic RoPE scaling reads it).
+            for (const auto& piece : pieces) tokens.pass_lengths.push_back(static_cast<int64_t>(piece.first->prompt_ids.size()));
             const adapters::MultiLoraHook hook(weights, model_.options().device());
             model_.forward(batch, tokens, models::LogitsAt::None, hook.empty() ? nullptr : &hook);
         } catch (const std::exception& e) {

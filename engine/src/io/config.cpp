@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "io/seq2seq_types.h"
+#include "io/llama_config.h"
 #include "lorascope/error.h"
 #include "util/json_read.h"
 
@@ -165,6 +166,7 @@ void validate(const ModelConfig& m, const ObjectReader& r) {
                 r.fail_field("hidden_size", "must be divisible by n_head");
             break;
         }
+        case Family::Llama: io::validate_llama_config(m.llama(), r); break;
     }
 }
 
@@ -242,6 +244,7 @@ const char* to_string(Family family) {
         case Family::T5: return "t5";
         case Family::Bart: return "bart";
         case Family::Bloom: return "bloom";
+        case Family::Llama: return "llama";
     }
     return "unknown";
 }
@@ -251,6 +254,7 @@ int64_t ModelConfig::vocab_size() const {
         case Family::T5: return t5().vocab_size;
         case Family::Bart: return bart().vocab_size;
         case Family::Bloom: return bloom().vocab_size;
+        case Family::Llama: return llama().vocab_size;
     }
     return 0;
 }
@@ -273,7 +277,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     ModelConfig m;
     auto model_type = r.get_string("model_type");
     if (!model_type)
-        throw Error(ErrorKind::Format, path, "missing 'model_type' (expected \"t5\", \"bart\" or \"bloom\")");
+        throw Error(ErrorKind::Format, path,
+                    "missing 'model_type' (expected \"t5\", \"bart\", \"bloom\", \"llama\", \"mistral\" or \"qwen2\")");
     m.model_type = *model_type;
     if (io::is_t5_model_type(m.model_type)) {
         m.family = Family::T5;
@@ -284,10 +289,14 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     } else if (m.model_type == "bloom") {
         m.family = Family::Bloom;
         m.arch = parse_bloom(r);
+    } else if (io::is_llama_model_type(m.model_type)) {
+        m.family = Family::Llama;
+        m.arch = io::parse_llama_config(r, m.model_type);
     } else {
         throw Error(ErrorKind::Unsupported, path,
                     "model_type '" + m.model_type +
-                        "' is not supported (supported: t5, mt5, bart, marian, mbart, m2m_100, pegasus, bloom)");
+                        "' is not supported (supported: t5, mt5, bart, marian, mbart, m2m_100, pegasus, bloom, "
+                        "llama, mistral, qwen2)");
     }
     m.name_or_path = r.get_string("_name_or_path", "");
     m.torch_dtype = r.get_string("torch_dtype", "");
@@ -372,6 +381,7 @@ GenerationConfig load_generation_config(const std::string& dir, const ModelConfi
             set("pad_token_id", c.pad_token_id);
             break;
         }
+        case Family::Llama: io::set_llama_generation_ids(model.llama(), merged); break;
     }
     return checked(parse_generation(ObjectReader(merged, config_path)), model, config_path);
 }
@@ -386,7 +396,8 @@ std::optional<int64_t> decoder_start_token_id(const ModelConfig& model, const Ge
             if (c.decoder_start_token_id) return c.decoder_start_token_id;
             return generation.bos_token_id ? generation.bos_token_id : c.bos_token_id;
         }
-        case Family::Bloom: break;
+        case Family::Bloom:
+        case Family::Llama: break;
     }
     return std::nullopt;
 }

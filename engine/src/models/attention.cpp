@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "models/kv_pool.h"
+#include "models/rotary.h"
 #include "ops/single_query_attention.h"
 
 // scaled_dot_product_attention with an explicit `scale` exists from LibTorch 2.1 on; Debian's 1.13
@@ -26,6 +27,13 @@ at::Tensor heads_view(const at::Tensor& y, int64_t offset, int64_t heads, int64_
     return y.narrow(2, offset, heads * head_dim).view({B, T, heads, head_dim}).transpose(1, 2);
 }
 
+// [B, Hkv, L, D] -> [B, Hkv * group, L, D], each key/value head repeated for its query group (HF's repeat_kv).
+at::Tensor repeat_heads(const at::Tensor& t, int64_t group) {
+    if (group == 1) return t;
+    const int64_t B = t.size(0), Hkv = t.size(1), L = t.size(2), D = t.size(3);
+    return t.unsqueeze(2).expand({B, Hkv, group, L, D}).reshape({B, Hkv * group, L, D});
+}
+
 }  // namespace
 
 #if LORASCOPE_HAVE_SDPA
@@ -44,9 +52,11 @@ bool sdpa_enabled() {
 }  // namespace
 #endif
 
-at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
+at::Tensor attend(const at::Tensor& q, const at::Tensor& k_heads, const at::Tensor& v_heads, const at::Tensor& bias,
                   double score_scale, const std::vector<int64_t>* valid) {
     const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
+    const at::Tensor k = repeat_heads(k_heads, H / k_heads.size(1));
+    const at::Tensor v = repeat_heads(v_heads, H / v_heads.size(1));
     // A CPU float32 decoding step takes the single-query kernel on every LibTorch, so CPU decoding is
     // the same code whichever LibTorch the build found; SDPA covers the device, half precision, prefill.
     if (T == 1 && ops::single_query_attention_applies(q, k, v))
@@ -78,8 +88,8 @@ SelfAttention::SelfAttention(AttentionShape shape, FusedLinear qkv, Linear out)
     : shape_(shape), layout_(QkvLayout::Concatenated), qkv_fused_(std::move(qkv)), out_(std::move(out)) {}
 
 at::Tensor SelfAttention::forward(const at::Tensor& x, const at::Tensor& bias, const PagedStep* step, int64_t layer,
-                                  const LoraHook* lora) const {
-    const int64_t H = shape_.heads, D = shape_.head_dim;
+                                  const LoraHook* lora, const RotaryTables* rotary) const {
+    const int64_t H = shape_.heads, Hkv = shape_.key_value_heads(), D = shape_.head_dim;
     const int64_t B = x.size(0), T = x.size(1);
     at::Tensor q, k, v;
     if (layout_ == QkvLayout::PerHead) {
@@ -90,8 +100,12 @@ at::Tensor SelfAttention::forward(const at::Tensor& x, const at::Tensor& bias, c
     } else {
         at::Tensor fused = qkv_fused_.forward(x, lora);
         q = heads_view(fused, 0, H, D);
-        k = heads_view(fused, H * D, H, D);
-        v = heads_view(fused, 2 * H * D, H, D);
+        k = heads_view(fused, H * D, Hkv, D);
+        v = heads_view(fused, (H + Hkv) * D, Hkv, D);
+    }
+    if (rotary) {
+        q = rotary->apply(q);
+        k = rotary->apply(k);
     }
     if (shape_.query_scale != 1.0) q = q * shape_.query_scale;
     if (!step) return out_.forward(attend(q, k, v, bias, shape_.score_scale), lora);

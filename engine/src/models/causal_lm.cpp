@@ -1,5 +1,6 @@
 #include "models/causal_lm.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "lorascope/error.h"
@@ -45,6 +46,48 @@ std::unique_ptr<CausalLM> CausalLM::load_bloom(const ModelConfig& config, const 
     return m;
 }
 
+std::unique_ptr<CausalLM> CausalLM::load_llama(const ModelConfig& config, const GenerationConfig& generation,
+                                               std::shared_ptr<weights::WeightStore> store, at::TensorOptions options,
+                                               std::optional<ops::MatmulKind> packing) {
+    const LlamaConfig& c = config.llama();
+    const std::string where = store->directory() + "/config.json";
+    std::unique_ptr<CausalLM> m(new CausalLM());
+    m->init_common(config, generation, options, store->directory(), c.vocab_size);
+    const int64_t d = c.hidden_size, H = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
+    const int64_t F = c.intermediate_size;
+    const double eps = c.rms_norm_eps;
+    m->heads_ = H;
+    m->head_dim_ = D;
+    // MistralRotaryEmbedding (4.46) has no rope_scaling; Llama's and Qwen2's apply it.
+    m->rotary_ = Rotary(c, config.model_type != "mistral", where);
+    m->sliding_window_ = c.sliding_window;
+    m->cache_shape_ = CacheShape{c.num_hidden_layers, Hkv, D};
+    const AttentionShape shape{H, D, 1.0 / std::sqrt(static_cast<double>(D)), 1.0, Hkv};
+    const Activation act = parse_activation(c.hidden_act, where);
+    const bool qkv_bias = c.attention_bias || c.qkv_bias;
+    ModuleBuilder b(store, m->sites_, packing);
+    for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+        const std::string p = "model.layers." + std::to_string(i);
+        TransformerBlock blk;
+        blk.placement = NormPlacement::Pre;
+        blk.self_norm = b.rms_norm(p + ".input_layernorm", d, eps);
+        // q|k|v and gate|up each run as one product; adapters still see the modules PEFT names.
+        FusedLinear qkv = b.fused({b.part(p + ".self_attn.q_proj", d, H * D, qkv_bias),
+                                   b.part(p + ".self_attn.k_proj", d, Hkv * D, qkv_bias),
+                                   b.part(p + ".self_attn.v_proj", d, Hkv * D, qkv_bias)});
+        blk.self_attn = SelfAttention(shape, std::move(qkv), b.linear(p + ".self_attn.o_proj", H * D, d, c.attention_bias));
+        blk.ffn_norm = b.rms_norm(p + ".post_attention_layernorm", d, eps);
+        FusedLinear gate_up = b.fused({b.part(p + ".mlp.gate_proj", d, F, c.mlp_bias), b.part(p + ".mlp.up_proj", d, F, c.mlp_bias)});
+        blk.ffn = FeedForward(std::move(gate_up), b.linear(p + ".mlp.down_proj", F, d, c.mlp_bias), act);
+        m->blocks_.push_back(std::move(blk));
+    }
+    m->final_norm_ = b.rms_norm("model.norm", d, eps);
+    m->lm_head_ = b.linear("lm_head", d, c.vocab_size, false);
+    // After the head, as for BLOOM: tied weights (Qwen2.5's small models, TinyLlama's are not) are held once.
+    m->word_embeddings_ = b.embedding("model.embed_tokens.weight", c.vocab_size, d);
+    return m;
+}
+
 DecodeState CausalLM::start(const TokenBatch& prompts, const LoraHook*, std::shared_ptr<KvPool> pool) const {
     for (int64_t n : prompts.lengths)
         if (n < 1) throw Error(ErrorKind::InvalidArgument, "a decoder-only prompt needs at least one token");
@@ -55,20 +98,39 @@ DecodeState CausalLM::start(const TokenBatch& prompts, const LoraHook*, std::sha
     return state;
 }
 
+at::Tensor CausalLM::attention_bias(const std::vector<int64_t>& past, int64_t T, int64_t L) const {
+    at::Tensor bias;
+    if (alibi_slopes_.defined()) {
+        // Rows are left-aligned in their blocks, so a key's ALiBi position is its position in the row:
+        // the same value BLOOM derives from the cumulative attention mask of a left-padded row.
+        const auto slot_opts = at::TensorOptions().dtype(options_.dtype()).device(options_.device());
+        bias = (alibi_slopes_.view({heads_, 1}) * at::arange(L, slot_opts).view({1, L})).view({1, heads_, 1, L});
+    }
+    at::Tensor mask = causal_mask(past, T, L, options_, sliding_window_);
+    if (!mask.defined()) return bias;
+    return bias.defined() ? bias + mask : mask;
+}
+
 at::Tensor CausalLM::forward(DecodeState& state, const TokenBatch& tokens, LogitsAt which, const LoraHook* lora) const {
     const int64_t B = tokens.rows(), T = tokens.ids.size(1);
     TORCH_CHECK(B == state.rows(), "CausalLM::forward: ", B, " token rows for a state of ", state.rows());
     const std::vector<int64_t> past = state.lengths();
     const int64_t L = state.max_length() + T;
-    at::Tensor h = embeddings_norm_.forward(word_embeddings_.forward(tokens.ids.to(options_.device())));
-    // Rows are left-aligned in their blocks, so a key's ALiBi position is its position in the row:
-    // the same value BLOOM derives from the cumulative attention mask of a left-padded row.
-    const auto slot_opts = at::TensorOptions().dtype(options_.dtype()).device(options_.device());
-    at::Tensor bias = (alibi_slopes_.view({heads_, 1}) * at::arange(L, slot_opts).view({1, L})).view({1, heads_, 1, L});
-    at::Tensor mask = causal_mask(past, T, L, options_);
-    if (mask.defined()) bias = bias + mask;
+    at::Tensor h = word_embeddings_.forward(tokens.ids.to(options_.device()));
+    if (embeddings_norm_.defined()) h = embeddings_norm_.forward(h);
+    const at::Tensor bias = attention_bias(past, T, L);
+    std::optional<RotaryTables> rotary;
+    if (rotary_) {
+        std::vector<int64_t> lengths(past.size());
+        for (size_t b = 0; b < past.size(); ++b) {
+            lengths[b] = past[b] + tokens.lengths[b];
+            if (b < tokens.pass_lengths.size()) lengths[b] = std::max(lengths[b], tokens.pass_lengths[b]);
+        }
+        rotary = rotary_->tables(past, T, lengths, options_);
+    }
     const PagedStep step = state.begin_forward(tokens.lengths, T);
-    for (size_t l = 0; l < blocks_.size(); ++l) h = blocks_[l].forward(h, bias, &step, static_cast<int64_t>(l), lora);
+    for (size_t l = 0; l < blocks_.size(); ++l)
+        h = blocks_[l].forward(h, bias, &step, static_cast<int64_t>(l), lora, rotary ? &*rotary : nullptr);
     state.advance(tokens.lengths);
     if (which == LogitsAt::None) return at::Tensor();
 

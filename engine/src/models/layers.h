@@ -1,4 +1,4 @@
-// Norms and feed-forward blocks shared by T5, BART and BLOOM.
+// Norms and feed-forward blocks shared by T5, BART, BLOOM and the Llama family.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -9,7 +9,7 @@
 
 namespace lorascope::models {
 
-// T5's RMS norm (fp32 variance, no mean subtraction, no bias) or a standard LayerNorm.
+// T5's (and Llama's) RMS norm (fp32 variance, no mean subtraction, no bias) or a standard LayerNorm.
 class Norm {
 public:
     enum class Kind { Rms, Layer };
@@ -40,12 +40,13 @@ private:
 };
 
 enum class Activation { Relu, GeluTanh, GeluErf, Silu };
-// Maps HF's activation names ("relu", "gelu", "gelu_new", "gelu_pytorch_tanh", ...).
+// Maps HF's activation names ("relu", "gelu", "gelu_new", "gelu_pytorch_tanh", "silu", ...).
 // Throws lorascope::Error (Unsupported) naming `where` for anything else.
 Activation parse_activation(const std::string& name, const std::string& where);
 at::Tensor activate(Activation act, const at::Tensor& x);
 
-// wo(act(wi x)) or, gated, wo(act(wi_0 x) * wi_1 x) with wi_0|wi_1 fused into one matmul.
+// wo(act(wi x)) or, gated, wo(act(wi_0 x) * wi_1 x) with wi_0|wi_1 fused into one matmul (T5's
+// gated variants; Llama's down(silu(gate x) * up x)).
 class FeedForward {
 public:
     FeedForward() = default;

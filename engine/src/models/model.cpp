@@ -46,6 +46,13 @@ int64_t Model::pad_token_id() const {
         case Family::T5: return config_.t5().pad_token_id;
         case Family::Bart: return config_.bart().pad_token_id;
         case Family::Bloom: break;
+        case Family::Llama: {
+            // generate() pads with the first eos when no pad is set (Llama and Mistral set none).
+            const LlamaConfig& c = config_.llama();
+            if (c.pad_token_id) return *c.pad_token_id;
+            const auto eos = eos_token_ids();
+            return eos.empty() ? 0 : eos.front();
+        }
     }
     return config_.bloom().pad_token_id.value_or(config_.bloom().eos_token_id);
 }
@@ -56,6 +63,7 @@ std::vector<int64_t> Model::eos_token_ids() const {
         case Family::T5: return {config_.t5().eos_token_id};
         case Family::Bart: return {config_.bart().eos_token_id};
         case Family::Bloom: break;
+        case Family::Llama: return config_.llama().eos_token_ids;
     }
     return {config_.bloom().eos_token_id};
 }
@@ -140,6 +148,7 @@ std::unique_ptr<Model> load_model(const std::string& dir, const LoadOptions& opt
         case Family::T5: model = Seq2SeqLM::load_t5(config, generation, store, tensor_options, packing); break;
         case Family::Bart: model = Seq2SeqLM::load_bart(config, generation, store, tensor_options, packing); break;
         case Family::Bloom: model = CausalLM::load_bloom(config, generation, store, tensor_options, packing); break;
+        case Family::Llama: model = CausalLM::load_llama(config, generation, store, tensor_options, packing); break;
     }
     if (!model) throw Error(ErrorKind::Unsupported, dir + "/config.json", "unknown model family");
     if (model->is_encoder_decoder()) check_decoder_start(*model, dir);

@@ -46,6 +46,10 @@ struct LoadOptions {
 struct TokenBatch {
     at::Tensor ids;                 // [B, T] int64
     std::vector<int64_t> lengths;
+    // Decoder-only, optional (empty: cached + these tokens): each row's length once the prompt this
+    // pass is a chunk of is all in. Dynamic NTK rotary scaling depends on the length of the pass, and
+    // Hugging Face runs a prompt as one pass; a chunked prompt gives its whole length here.
+    std::vector<int64_t> pass_lengths;
 
     int64_t rows() const { return static_cast<int64_t>(lengths.size()); }
     static TokenBatch from_rows(const std::vector<std::vector<int64_t>>& rows, int64_t pad_id,

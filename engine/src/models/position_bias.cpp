@@ -50,13 +50,18 @@ at::Tensor query_positions(const std::vector<int64_t>& past, int64_t T, const at
     return (base + at::arange(T, opts).unsqueeze(0)).to(device);
 }
 
-at::Tensor causal_mask(const std::vector<int64_t>& past, int64_t T, int64_t L, at::TensorOptions options) {
+at::Tensor causal_mask(const std::vector<int64_t>& past, int64_t T, int64_t L, at::TensorOptions options,
+                       std::optional<int64_t> window) {
     const bool equal = std::all_of(past.begin(), past.end(), [&](int64_t n) { return n == past.front(); });
-    if (T == 1 && equal && (past.empty() || past.front() + 1 == L)) return at::Tensor();
+    const int64_t last_query = past.empty() ? 0 : *std::max_element(past.begin(), past.end()) + T - 1;
+    const bool window_hides = window && last_query >= *window;
+    if (T == 1 && equal && (past.empty() || past.front() + 1 == L) && !window_hides) return at::Tensor();
     const int64_t B = static_cast<int64_t>(past.size());
-    at::Tensor q = query_positions(past, T, options.device());                                       // [B, T]
-    at::Tensor k = at::arange(L, at::TensorOptions().dtype(at::kLong).device(options.device()));       // [L]
-    at::Tensor hidden = k.view({1, 1, L}) > q.unsqueeze(2);                                           // [B, T, L]
+    at::Tensor q = query_positions(past, T, options.device()).unsqueeze(2);                          // [B, T, 1]
+    at::Tensor k = at::arange(L, at::TensorOptions().dtype(at::kLong).device(options.device())).view({1, 1, L});
+    at::Tensor hidden = k > q;                                                                        // [B, T, L]
+    // As transformers 4.46 builds Mistral's mask: keys at or before query - window are hidden too.
+    if (window_hides) hidden.logical_or_(k <= q - *window);
     return at::zeros({B, 1, T, L}, options)
         .masked_fill_(hidden.unsqueeze(1), mask_value(options.dtype().toScalarType()));
 }

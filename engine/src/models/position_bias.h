@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include <optional>
 #include <vector>
 
 namespace lorascope::models {
@@ -16,9 +17,11 @@ at::Tensor t5_relative_buckets(const at::Tensor& relative_position, bool bidirec
 at::Tensor alibi_slopes(int64_t heads, at::TensorOptions options);
 
 // Queries of row b sit at positions past[b] + i (i < T); keys occupy slots [0, L). A key is visible
-// when its slot is <= the query position. Returns an additive [B, 1, T, L] mask, or an undefined
-// tensor when nothing is masked (equal rows, one new token each).
-at::Tensor causal_mask(const std::vector<int64_t>& past, int64_t T, int64_t L, at::TensorOptions options);
+// when its slot is <= the query position and, with a sliding `window`, > query position - window.
+// Returns an additive [B, 1, T, L] mask, or an undefined tensor when nothing is masked (equal rows,
+// one new token each, none past the window).
+at::Tensor causal_mask(const std::vector<int64_t>& past, int64_t T, int64_t L, at::TensorOptions options,
+                       std::optional<int64_t> window = std::nullopt);
 
 // Additive [B, 1, 1, S] mask hiding slots >= lengths[b]; undefined when every row fills S.
 at::Tensor padding_mask(const std::vector<int64_t>& lengths, int64_t S, at::TensorOptions options);

@@ -36,7 +36,7 @@ at::Tensor clamp_on_inf_or_nan(const at::Tensor& h) {
 }  // namespace
 
 at::Tensor TransformerBlock::forward(const at::Tensor& h, const at::Tensor& self_bias, const PagedStep* step,
-                                     int64_t layer, const LoraHook* lora) const {
+                                     int64_t layer, const LoraHook* lora, const RotaryTables* rotary) const {
     // The guards look at the residual stream's dtype, as HF does: once T5's float32 wo has promoted
     // it to float32, they stop applying.
     auto guard_sublayer = [&](at::Tensor t) {
@@ -45,7 +45,7 @@ at::Tensor TransformerBlock::forward(const at::Tensor& h, const at::Tensor& self
         return t;
     };
     at::Tensor x = guard_sublayer(residual(placement, self_norm, h, [&](const at::Tensor& in) {
-        return self_attn.forward(in, self_bias, step, layer, lora);
+        return self_attn.forward(in, self_bias, step, layer, lora, rotary);
     }));
     if (has_cross) {
         x = guard_sublayer(residual(placement, cross_norm, x, [&](const at::Tensor& in) {

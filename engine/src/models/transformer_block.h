@@ -1,5 +1,5 @@
-// One transformer layer in the three arrangements the families use, so that T5, BART and BLOOM
-// share a single implementation of "attend, (cross-attend), feed forward, with residuals".
+// One transformer layer in the three arrangements the families use, so that T5, BART, BLOOM and the
+// Llama family share a single implementation of "attend, (cross-attend), feed forward, with residuals".
 #pragma once
 
 #include <ATen/ATen.h>
@@ -10,9 +10,10 @@
 namespace lorascope::models {
 
 struct PagedStep;
+struct RotaryTables;
 
 enum class NormPlacement {
-    Pre,                  // x + f(norm(x))                      T5, BLOOM
+    Pre,                  // x + f(norm(x))                      T5, BLOOM, Llama
     PreResidualFromNorm,  // norm(x) + f(norm(x))                 BLOOM apply_residual_connection_post_layernorm
     Post,                 // norm(x + f(x))                       BART
 };
@@ -36,9 +37,10 @@ struct TransformerBlock {
     FeedForward ffn;
 
     // h [B, T, d]. `step` (decoder blocks): the paged cache this pass writes and reads, which also
-    // holds the encoder memory that seq2seq decoder blocks cross-attend to.
+    // holds the encoder memory that seq2seq decoder blocks cross-attend to. `rotary`: the pass's
+    // rotary embeddings (Llama family).
     at::Tensor forward(const at::Tensor& h, const at::Tensor& self_bias, const PagedStep* step, int64_t layer,
-                       const LoraHook* lora) const;
+                       const LoraHook* lora, const RotaryTables* rotary = nullptr) const;
 };
 
 }  // namespace lorascope::models

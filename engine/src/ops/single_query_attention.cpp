@@ -20,6 +20,7 @@ struct Operands {
     const float* bias;  // null: no bias
     int64_t qb, qh, kb, kh, kl, vb, vh, vl, bb, bh, bl;
     int64_t H, L, D;
+    int64_t group = 1;  // query heads per key/value head: K/V hold H / group heads
     float scale;
     bool kv_bf16 = false;
     // Paged operands: row b's position l sits in block table[b * width + l / block] of the pool
@@ -36,64 +37,82 @@ inline const KV* run_start(const KV* base, int64_t b, int64_t j, int64_t stride_
     return o.table ? base + static_cast<int64_t>(o.table[b * o.width + j]) * stride_block : base;  // dense: one run
 }
 
-// One (row, head): scores, softmax and the weighted sum of values in one pass over its keys, so that
-// each key and value is read once and nothing is allocated. Inlined into attend_one's two builds,
+// One (row, key/value head) and the `group` query heads that share it (grouped-query attention; 1
+// otherwise): scores, softmax and the weighted sum of values in one pass over its keys, so that each
+// key and value is read once for the whole group and nothing is allocated. Per query head the
+// arithmetic and its order are those of one head alone. Inlined into attend_one's two builds,
 // for AVX2+FMA and for the baseline ISA, picked at run time from the instruction sets in effect
-// (ops/cpu_isa.h; the binary still runs on older CPUs). A dot/axpy called per key, with softmax and
-// bias as separate passes, took 10-60% longer in a microbenchmark on t5-small and bart-base
-// cross-attention shapes.
-template <typename KV>
+// (ops/cpu_isa.h; the binary still runs on older CPUs). A cloned dot/axpy called per key, with softmax and bias as separate passes, took
+// 10-60% longer in a microbenchmark on t5-small and bart-base cross-attention shapes.
+// `scores` holds group * n scores, then group maxima and group reciprocal sums. kOneHead: the group
+// is 1 (every family but the Llama family's GQA), known at compile time so that its loops vanish.
+template <typename KV, bool kOneHead>
 __attribute__((always_inline)) inline void attend_one_kv(const Operands& o, int64_t i, int64_t n, float* scores,
                                                          float* out) {
-    const int64_t b = i / o.H, h = i % o.H;
-    const float* q = o.q + b * o.qb + h * o.qh;
-    const KV* k = static_cast<const KV*>(o.k) + b * o.kb + h * o.kh;
-    const KV* v = static_cast<const KV*>(o.v) + b * o.vb + h * o.vh;
-    float max = -std::numeric_limits<float>::infinity();
+    const int64_t G = kOneHead ? 1 : o.group, kv_heads = o.H / G;
+    const int64_t b = i / kv_heads, hk = i % kv_heads;
+    const KV* k = static_cast<const KV*>(o.k) + b * o.kb + hk * o.kh;
+    const KV* v = static_cast<const KV*>(o.v) + b * o.vb + hk * o.vh;
+    float* max = scores + G * n;
+    float* inv = max + G;
+    for (int64_t g = 0; g < G; ++g) max[g] = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0, l0 = 0; l0 < n; ++j, l0 += o.block) {
         const KV* kr = run_start(k, b, j, o.kblock, o);
         const int64_t count = std::min(o.block, n - l0);
-        for (int64_t i = 0; i < count; ++i) {
-            const int64_t l = l0 + i;
-            float s = dot(q, kr + i * o.kl, o.D) * o.scale;
-            if (o.bias) s += o.bias[b * o.bb + h * o.bh + l * o.bl];
-            scores[l] = s;
-            max = std::max(max, s);
+        for (int64_t t = 0; t < count; ++t) {
+            const int64_t l = l0 + t;
+            const KV* key = kr + t * o.kl;
+            for (int64_t g = 0; g < G; ++g) {
+                const int64_t h = hk * G + g;
+                float s = dot(o.q + b * o.qb + h * o.qh, key, o.D) * o.scale;
+                if (o.bias) s += o.bias[b * o.bb + h * o.bh + l * o.bl];
+                scores[g * n + l] = s;
+                max[g] = std::max(max[g], s);
+            }
         }
     }
-    float sum = 0;
-    for (int64_t l = 0; l < n; ++l) {
-        scores[l] = std::exp(scores[l] - max);
-        sum += scores[l];
+    for (int64_t g = 0; g < G; ++g) {
+        float* row = scores + g * n;
+        float sum = 0;
+        for (int64_t l = 0; l < n; ++l) {
+            row[l] = std::exp(row[l] - max[g]);
+            sum += row[l];
+        }
+        inv[g] = 1.0f / sum;
     }
-    const float inv = 1.0f / sum;
-    for (int64_t d = 0; d < o.D; ++d) out[d] = 0;
+    for (int64_t d = 0; d < G * o.D; ++d) out[d] = 0;
     for (int64_t j = 0, l0 = 0; l0 < n; ++j, l0 += o.block) {
         const KV* vr = run_start(v, b, j, o.vblock, o);
         const int64_t count = std::min(o.block, n - l0);
-        for (int64_t i = 0; i < count; ++i) {
-            const float p = scores[l0 + i] * inv;
-            if (p == 0.0f) continue;  // masked: exp underflowed
-            const KV* vl = vr + i * o.vl;
-            for (int64_t d = 0; d < o.D; ++d) out[d] += p * widen(vl[d]);
+        for (int64_t t = 0; t < count; ++t) {
+            const KV* vl = vr + t * o.vl;
+            for (int64_t g = 0; g < G; ++g) {
+                const float p = scores[g * n + l0 + t] * inv[g];
+                if (p == 0.0f) continue;  // masked: exp underflowed
+                float* og = out + g * o.D;
+                for (int64_t d = 0; d < o.D; ++d) og[d] += p * widen(vl[d]);
+            }
         }
     }
 }
 
-void attend_one(const Operands& o, int64_t i, int64_t n, float* scores, float* out) {
+__attribute__((always_inline)) inline void attend_one_any(const Operands& o, int64_t i, int64_t n, float* scores,
+                                                         float* out) {
+    const bool one = o.group == 1;
     if (o.kv_bf16)
-        attend_one_kv<uint16_t>(o, i, n, scores, out);
+        one ? attend_one_kv<uint16_t, true>(o, i, n, scores, out) : attend_one_kv<uint16_t, false>(o, i, n, scores, out);
     else
-        attend_one_kv<float>(o, i, n, scores, out);
+        one ? attend_one_kv<float, true>(o, i, n, scores, out) : attend_one_kv<float, false>(o, i, n, scores, out);
+}
+
+void attend_one(const Operands& o, int64_t i, int64_t n, float* scores, float* out) {
+    attend_one_any(o, i, n, scores, out);
 }
 
 #if LORASCOPE_X86
 __attribute__((target("avx2,fma"))) void attend_one_avx2(const Operands& o, int64_t i, int64_t n, float* scores,
                                                           float* out) {
-    if (o.kv_bf16)
-        attend_one_kv<uint16_t>(o, i, n, scores, out);
-    else
-        attend_one_kv<float>(o, i, n, scores, out);
+    attend_one_any(o, i, n, scores, out);
 }
 #endif
 
@@ -125,16 +144,17 @@ at::Tensor run(Operands& o, const at::Tensor& q, const at::Tensor& bias, int64_t
         const int64_t n = (*valid)[static_cast<size_t>(b)];
         return n >= 1 && n < L ? n : L;  // at least one key, or the softmax of a row would be NaN
     };
+    const int64_t G = o.group, kv_heads = H / G;
     at::Tensor out = at::empty({B, 1, H, D}, q.options());
     float* op = out.data_ptr<float>();
     auto* one = &attend_one;
 #if LORASCOPE_X86
     if (cpu_features().avx2) one = &attend_one_avx2;
 #endif
-    parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
-        std::vector<float> scores(static_cast<size_t>(L));
-        for (int64_t i = begin; i < end; ++i)
-            one(o, i, keys_to_read(i / H), scores.data(), op + i * D);  // [B, 1, H, D]: (b, h) is row i
+    parallel_for(0, B * kv_heads, 1, [&](int64_t begin, int64_t end) {
+        std::vector<float> scores(static_cast<size_t>(G * (L + 2)));
+        // [B, 1, H, D]: (b, key/value head hk) writes query heads hk * G ... hk * G + G - 1, rows i * G ...
+        for (int64_t i = begin; i < end; ++i) one(o, i, keys_to_read(i / kv_heads), scores.data(), op + i * G * D);
     });
     return out.view({B, 1, H * D});
 }
@@ -171,7 +191,8 @@ at::Tensor attend_single_query_paged(const at::Tensor& q, const at::Tensor& pool
     const int64_t B = q.size(0), H = q.size(1), D = q.size(3);
     TORCH_CHECK(static_cast<int64_t>(valid.size()) == B && static_cast<int64_t>(table.size()) == B * width,
                 "attend_single_query_paged: ", valid.size(), " lengths and a table of ", table.size(), " for ", B, " rows");
-    TORCH_CHECK(pool_keys.dim() == 4 && pool_keys.size(1) == H && pool_keys.size(2) == block && pool_keys.size(3) == D &&
+    TORCH_CHECK(pool_keys.dim() == 4 && pool_keys.size(1) > 0 && H % pool_keys.size(1) == 0 && pool_keys.size(2) == block &&
+                    pool_keys.size(3) == D &&
                     pool_values.is_contiguous() && pool_values.scalar_type() == pool_keys.scalar_type(),
                 "attend_single_query_paged: pool of another shape");
     for (int64_t n : valid)
@@ -184,6 +205,7 @@ at::Tensor attend_single_query_paged(const at::Tensor& q, const at::Tensor& pool
     o.kb = 0, o.kh = pool_keys.stride(1), o.kl = pool_keys.stride(2), o.kblock = pool_keys.stride(0);
     o.vb = 0, o.vh = pool_values.stride(1), o.vl = pool_values.stride(2), o.vblock = pool_values.stride(0);
     o.H = H, o.L = L, o.D = D;
+    o.group = H / pool_keys.size(1);
     o.scale = static_cast<float>(score_scale);
     o.table = table.data();
     o.width = width;

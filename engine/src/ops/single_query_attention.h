@@ -30,9 +30,11 @@ bool single_query_attention_applies(const at::Tensor& q, const at::Tensor& k, co
 at::Tensor attend_single_query(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
                                double score_scale, const std::vector<int64_t>* valid = nullptr);
 
-// The same over a paged cache (models/kv_pool.h): pool_keys/pool_values [blocks, H, block, D], row
+// The same over a paged cache (models/kv_pool.h): pool_keys/pool_values [blocks, Hkv, block, D], row
 // b's position l at [table[b * width + l / block], h, l % block], and row b reads exactly its
 // valid[b] (1..L) positions; positions past them are not read. `bias` broadcasts to [B, H, 1, L].
+// With grouped-query attention (Hkv < H, H a multiple of it) query head h reads key/value head
+// h / (H / Hkv), and each key/value head is read once for its whole group.
 bool paged_single_query_applies(const at::Tensor& q, const at::Tensor& pool_keys);
 at::Tensor attend_single_query_paged(const at::Tensor& q, const at::Tensor& pool_keys, const at::Tensor& pool_values,
                                      const std::vector<int32_t>& table, int64_t width, int64_t block,

@@ -29,6 +29,8 @@ std::string canonical_name(Family family, const std::string& name) {
         return "model." + name;
     if (family == Family::Bloom && !starts_with(name, "transformer.") && !starts_with(name, "lm_head."))
         return "transformer." + name;
+    if (family == Family::Llama && !starts_with(name, "model.") && !starts_with(name, "lm_head."))
+        return "model." + name;
     return name;
 }
 
@@ -59,6 +61,11 @@ std::vector<std::string> tied_group(const ModelConfig& config) {
         case Family::Bloom: {
             std::vector<std::string> g{"transformer.word_embeddings.weight"};
             if (config.bloom().tie_word_embeddings) g.push_back("lm_head.weight");
+            return g;
+        }
+        case Family::Llama: {
+            std::vector<std::string> g{"model.embed_tokens.weight"};
+            if (config.llama().tie_word_embeddings) g.push_back("lm_head.weight");
             return g;
         }
     }
