@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/fault_injection.h"
+#include "engine/prompt_scoring.h"
 #include "lorascope/error.h"
 #include "runtime/allocator_policy.h"
 #include "sampling/next_token_chooser.h"
@@ -78,6 +79,7 @@ void BatchRunner::retire(LiveRequest& request) {
 
 void BatchRunner::step(StepStats& stats) {
     const int64_t before = stats.prefill_tokens;
+    score_prompts();
     prefill(stats);
     if (stats.prefill_tokens - before >= kTrimAfterPrefillTokens) runtime::return_free_heap_pages();
     join_ready();
@@ -94,6 +96,18 @@ void BatchRunner::step(StepStats& stats) {
 }
 
 // ------------------------------------------------------------------------------------- prefill
+
+// Newcomers that asked for their prompt's log-probabilities get them before their prefill.
+void BatchRunner::score_prompts() {
+    for (auto& r : prefilling_) {
+        if (r->finished || r->prompt_scored || !r->params.prompt_logprobs) continue;
+        try {
+            score_prompt(*r, model_, tokenizer_);
+        } catch (const std::exception& e) {
+            r->finish(FinishReason::Error, "scoring the prompt failed: " + what(e));
+        }
+    }
+}
 
 // The budget protects decoding rows from waiting on prefill, and applies only while they outnumber
 // the rows waiting to join: with none decoding nobody waits, and newcomers are best prefilled all
@@ -433,7 +447,11 @@ void BatchRunner::choose_and_emit(const at::Tensor& raw, const StepBatch& batch,
                                 : logits.index_select(0, at::tensor(single_rows, at::kLong).to(logits.device()));
         sampling::process_logits(scores, logits_rows);
         const auto choices = sampling::choose_next_tokens(scores, logits_rows, generators);
-        for (size_t i = 0; i < singles.size(); ++i) singles[i]->accept(choices[i], tokenizer_);
+        const auto alternatives = sampling::top_alternatives(scores, logits_rows);
+        for (size_t i = 0; i < singles.size(); ++i) {
+            const auto shown = with_text(alternatives[i], tokenizer_);
+            singles[i]->accept(choices[i], tokenizer_, &shown);
+        }
     } catch (const std::exception& e) {
         for (size_t i = first; i < last; ++i)
             if (!batch.request(i).finished) batch.request(i).finish(FinishReason::Error, "choosing the next token failed: " + what(e));

@@ -57,6 +57,7 @@ private:
     };
 
     int64_t step_budget() const;
+    void score_prompts();
     void prefill(StepStats& stats);
     void prefill_encoders(StepStats& stats);
     void start_encode_jobs(int64_t budget_tokens);

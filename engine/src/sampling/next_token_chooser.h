@@ -26,7 +26,7 @@ at::Generator make_request_generator(uint64_t seed);
 
 struct TokenChoice {
     int64_t token_id = 0;
-    float logprob = 0.0f;   // NaN unless the row's params ask for logprobs
+    float logprob = 0.0f;   // NaN unless the row needs logprobs (ResolvedGenerationParams::needs_logprobs)
 };
 
 // scores: processed [rows, vocab] fp32. generators[r] must be defined for rows with do_sample.
