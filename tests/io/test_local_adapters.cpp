@@ -88,6 +88,10 @@ private Q_SLOTS:
         make_adapter_dir(root_ / "nested" / "b");
         make_adapter_dir(outside_);
         fs::create_directory_symlink(outside_, root_ / "out_link");
+        // A link to a directory outside without the loader's files: only the directory's own
+        // check can refuse it.
+        fs::create_directories(base / "outside_empty");
+        fs::create_directory_symlink(base / "outside_empty", root_ / "out_empty_link");
         fs::create_directory_symlink(root_ / "a", root_ / "in_link");
         fs::create_directories(root_ / "c");
         fs::create_symlink(outside_ / "adapter_config.json", root_ / "c" / "adapter_config.json");
@@ -120,6 +124,7 @@ private Q_SLOTS:
             {outside_.string(), "outside the allowed"},
             {"/etc", "outside the allowed"},
             {"out_link", "symbolic link"},
+            {"out_empty_link", "the adapter path leaves"},
             {"c", "adapter_config.json"},
             {"", "empty"},
             {std::string("a\0b", 3), "NUL"},
