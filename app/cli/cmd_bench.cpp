@@ -68,6 +68,7 @@ json run_context(const Workload& workload, const EngineOptions& options, size_t 
         {"batching", options.static_batching ? "static" : "continuous"},
         {"threads", options.threads},
         {"cpu_gemm", runtime_info().cpu_gemm},
+        {"cpu_isa", runtime_info().cpu_isa},
         {"dtype", options.dtype},
         {"kv_cache_dtype", kv_cache_dtype_in_effect(options)},  // what "auto" chose
         {"load_s", load_s},  // model and adapters, before the first request

@@ -29,7 +29,7 @@ using nlohmann::json;
 
 const char* const kUsage =
     "usage: lorascope-cli generate --model DIR [--adapter NAME=DIR]... [--threads N] [--device cpu|cuda]\n"
-    "         [--dtype float32|bfloat16|int8|float16] [--kv-cache-dtype auto|float32|bfloat16|float16]\n"
+    "         [--dtype float32|bfloat16|int8|int4|float16] [--kv-cache-dtype auto|float32|bfloat16|float16]\n"
     "         [--max-batch-size N] [--max-batch-tokens N] [--adapter-memory-budget BYTES] [--kv-cache-mb MIB] [--prefill-budget TOKENS]\n"
     "         [--input FILE|-] [--output FILE|-] [--stats FILE] [--adapter-dir DIR]\n"
     "       lorascope-cli generate --demo [--demo-model t5|bart|bloom] [--demo-dir DIR] [options above]\n"
@@ -50,7 +50,7 @@ const char* const kUsage =
     "  --adapter-dir DIR: requests with \"adapter_source\": \"local\" may name adapter directories under DIR\n"
     "          (and nowhere else: \"..\", other absolute paths and links leaving DIR are refused)\n"
     "  --stats FILE: one JSON line per engine step\n"
-    "  --kv-cache-dtype: what the KV cache stores (default auto: bfloat16 under --dtype int8 or bfloat16 on\n"
+    "  --kv-cache-dtype: what the KV cache stores (default auto: bfloat16 under --dtype int8, int4 or bfloat16 on\n"
     "          the CPU, half the cache's memory, attention still in float32; the model's type otherwise)\n"
     "  --kv-cache-mb: the KV cache's size (default: from the model and the free memory); requests that\n"
     "          do not fit wait in the queue\n"

@@ -196,7 +196,10 @@ int cmd_info(int argc, char** argv) {
     for (const ComputeType& t : cpu_compute_types())
         compute.push_back(ordered_json{
             {"dtype", t.name}, {"available", t.available}, {"computes", t.detail}, {"kv_cache", t.kv_cache}});
-    out["cpu_compute"] = ordered_json{{"default", "float32"}, {"dtypes", compute}, {"int8_accuracy", int8_accuracy_note()}};
+    out["cpu_compute"] = ordered_json{{"default", "float32"},
+                                      {"instruction_sets", runtime_info().cpu_isa},
+                                      {"dtypes", compute},
+                                      {"int8_accuracy", int8_accuracy_note()}};
 
     ordered_json adapter_list = ordered_json::array();
     AdapterValidator validator(dir);   // loads the model only when an adapter is to be validated

@@ -14,7 +14,7 @@ namespace lorascope::cli {
 namespace {
 
 const char* const kUsage =
-    "usage: lorascope-cli score --model DIR [--threads N] [--dtype float32|bfloat16|int8]\n"
+    "usage: lorascope-cli score --model DIR [--threads N] [--dtype float32|bfloat16|int8|int4]\n"
     "         [--kv-cache-dtype auto|float32|bfloat16] [--input FILE|-] [--output FILE|-]\n"
     "  input:  JSON Lines {\"id\", \"source\" | \"input_ids\", \"target\" | \"labels\"}\n"
     "          (labels may hold -100 to leave a position out; for decoder-only models the target is the\n"

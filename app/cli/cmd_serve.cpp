@@ -35,7 +35,7 @@ using nlohmann::json;
 const char* const kUsage =
     "usage: lorascope-cli serve --model DIR [--adapter NAME=DIR]... [--host 127.0.0.1] [--port 8080]\n"
     "         [--api-token TOKEN] [--max-connections 64] [--max-body-bytes 1048576] [--shutdown-grace-seconds 30]\n"
-    "         [--threads N] [--device cpu|cuda] [--dtype float32|bfloat16|int8|float16] [--max-batch-size N]\n"
+    "         [--threads N] [--device cpu|cuda] [--dtype float32|bfloat16|int8|int4|float16] [--max-batch-size N]\n"
     "         [--kv-cache-dtype auto|float32|bfloat16|float16] [--max-batch-tokens N] [--adapter-memory-budget BYTES]\n"
     "       lorascope-cli serve --demo [--demo-model t5|bart|bloom] [--demo-dir DIR] [options above]\n"
     "  LoRAX's HTTP API: POST / , /generate, /generate_stream (Server-Sent Events), /v1/completions (OpenAI;\n"

@@ -31,7 +31,8 @@ WORKLOADS = {"W1": "t5", "W2": "bart", "W3": "bloom"}
 # name: (--dtype, --kv-cache-dtype). bfloat16 and int8 store a bfloat16 KV cache by default; the
 # float32-cache row shows what that cache costs on its own.
 OURS = {"lorascope float32": ("float32", "auto"), "lorascope bfloat16": ("bfloat16", "auto"),
-        "lorascope int8": ("int8", "auto"), "lorascope int8, float32 KV cache": ("int8", "float32")}
+        "lorascope int8": ("int8", "auto"), "lorascope int8, float32 KV cache": ("int8", "float32"),
+        "lorascope int4": ("int4", "auto")}
 
 
 def hf_reference(family, model_dir, rows, n):
@@ -163,6 +164,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--work-dir", default="")
     ap.add_argument("--out", default="")
+    ap.add_argument("--isa", default="", help="LORASCOPE_CPU_ISA for our runs (avx2, avx2_vnni, scalar): the "
+                                                 "accuracy of that instruction set's kernels")
     args = ap.parse_args()
     root = os.path.abspath(args.root)
     sys.path.insert(0, os.path.join(root, "tests", "oracle"))
@@ -170,6 +173,8 @@ def main():
     work = os.path.abspath(args.work_dir or os.path.join(root, "build", "bench-peers"))
     out_path = args.out or os.path.join(work, "accuracy.json")
     os.environ.update(OMP_NUM_THREADS=str(args.threads), CT2_VERBOSE="-1")
+    if args.isa:
+        os.environ["LORASCOPE_CPU_ISA"] = args.isa
     import torch
     torch.set_num_threads(args.threads)
     rows = models.prompts(64, 8, 128)[:args.prompts]

@@ -49,7 +49,15 @@ def machine_facts(root, threads):
     commit = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True).stdout.strip()
-    return {"cpu": cpu, "cores": os.cpu_count(), "threads": threads, "versions": versions,
+    flags = []
+    try:
+        with open("/proc/cpuinfo") as f:
+            have = next(line.split(":", 1)[1].split() for line in f if line.startswith("flags"))
+        flags = [x for x in ("avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+                             "avx512_bf16", "amx_int8", "amx_bf16") if x in have]
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": cpu, "cpu_flags": flags, "cores": os.cpu_count(), "threads": threads, "versions": versions,
             "commit": commit + ("-dirty" if dirty else ""), "load_average_start": os.getloadavg(),
             "date_utc": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC")}
 
@@ -83,7 +91,21 @@ def run_child(cmd, env, label):
 
 
 # Our systems by compute dtype (--dtype of lorascope-cli).
-OURS = {"ours": "float32", "ours-int8": "int8", "ours-bf16": "bfloat16"}
+OURS = {"ours": "float32", "ours-int8": "int8", "ours-bf16": "bfloat16", "ours-int4": "int4"}
+
+# llama.cpp's systems (scripts/prepare-llama-cpp) by GGUF type; BLOOM only.
+LLAMA = {"llama-f32": "F32", "llama-q8_0": "Q8_0", "llama-q4_0": "Q4_0"}
+
+# --isa: every system held to one instruction-set level, each through its own switch (issue 28: the
+# AVX2-only table, produced on an AVX-512 machine).
+ISA_ENV = {
+    "avx2": dict(LORASCOPE_CPU_ISA="avx2", ONEDNN_MAX_CPU_ISA="AVX2", DNNL_MAX_CPU_ISA="AVX2",
+                 ATEN_CPU_CAPABILITY="avx2", CT2_FORCE_CPU_ISA="AVX2", MKL_ENABLE_INSTRUCTIONS="AVX2",
+                 OPENBLAS_CORETYPE="Haswell"),
+    "avx2_vnni": dict(LORASCOPE_CPU_ISA="avx2_vnni", ONEDNN_MAX_CPU_ISA="AVX2_VNNI", DNNL_MAX_CPU_ISA="AVX2_VNNI",
+                      ATEN_CPU_CAPABILITY="avx2", CT2_FORCE_CPU_ISA="AVX2", MKL_ENABLE_INSTRUCTIONS="AVX2",
+                      OPENBLAS_CORETYPE="Haswell"),
+}
 
 
 def run_ours(ctx, name, model_dir, rows, new_tokens, adapters=None, row_adapters=None, arrival=None,
@@ -133,6 +155,40 @@ def run_peer(ctx, name, system, family, model_dir, ct2_dir, rows, new_tokens, ad
     return result
 
 
+def run_llama(ctx, name, system, rows, new_tokens):
+    """llama.cpp's llama-batched-bench on the GGUF conversion of the same checkpoint
+    (scripts/prepare-llama-cpp): B = min(batch, prompts) sequences of the prompts' mean length,
+    new_tokens each. It decodes fixed-length prompts, so the figures stand for a batch of the
+    workload's prompts; tokens/s counts the generated tokens over prefill + decoding, as ours."""
+    build = "build-avx2" if ctx.isa else "build-native"
+    binary = os.path.join(ctx.llama_dir, build, "bin", "llama-batched-bench")
+    gguf = os.path.join(ctx.llama_dir, "models", f"bloom-{LLAMA[system].lower()}.gguf")
+    for path in (binary, gguf):
+        if not os.path.exists(path):
+            raise SystemExit(f"{path} missing: run scripts/prepare-llama-cpp first")
+    batch = min(ctx.batch, len(rows))
+    prompt = round(sum(len(r) for r in rows[:batch]) / batch)
+    cmd = [binary, "-m", gguf, "-c", str(batch * (prompt + new_tokens) + 64), "-b", "2048", "-ub", "512",
+           "-npp", str(prompt), "-ntg", str(new_tokens), "-npl", str(batch), "-t", str(ctx.threads),
+           "-tb", str(ctx.threads)]
+    proc, cpu_s = run_child(cmd, ctx.env, f"{name} {system}")
+    cells = None
+    for line in proc.stdout.splitlines() + proc.stderr.splitlines():
+        parts = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(parts) >= 10 and parts[0] == str(prompt) and parts[2] == str(batch):
+            cells = [float(c) for c in parts[:10]]
+    if not cells:
+        raise SystemExit(f"{name} {system}: no result line in llama-batched-bench's output:\n{proc.stdout[-2000:]}")
+    t_pp, t_tg = cells[4], cells[6]
+    generated = batch * new_tokens
+    per_token_ms = t_tg / max(new_tokens - 1, 1) * 1e3
+    return {"system": system, "requests": batch, "generated_tokens": generated, "wall_s": t_pp + t_tg,
+            "tokens_per_s": generated / (t_pp + t_tg), "process_cpu_s": cpu_s,
+            "ttft_ms": {"p50": t_pp * 1e3, "p95": t_pp * 1e3, "estimated": True},
+            "per_token_ms": {"p50": per_token_ms, "p95": per_token_ms}, "peak_rss_bytes": 0,
+            "llama_cpp": {"prompt_tokens": prompt, "batch": batch, "command": " ".join(cmd)}}
+
+
 def median_run(runs):
     """The run with the median tokens/s (the lower middle one for an even count), with every run's
     tokens/s beside it: on a shared machine one run of a system can land in a neighbour's burst."""
@@ -146,6 +202,8 @@ def run_workload(ctx, name):
     w = WORKLOADS[name]
     family = w["family"]
     count = QUICK["prompts"] if ctx.quick else w["prompts"]
+    if ctx.prompt_limit:
+        count = min(count, ctx.prompt_limit)
     new_tokens = QUICK["new_tokens"] if ctx.quick else w["new_tokens"]
     rows = ctx.prompts[:count]
     model_dir = build(ctx, "build_model", family, os.path.join(ctx.work, "models", family))
@@ -198,6 +256,8 @@ def run_workload(ctx, name):
                 run_peer(ctx, name, "hf", family, model_dir, None, rows, new_tokens, adapters, row_adapters))
         for ct2 in ct2_systems if ct2_dir else []:
             runs.setdefault(ct2, []).append(run_peer(ctx, name, ct2, family, model_dir, ct2_dir, rows, new_tokens))
+        for llama in (s for s in LLAMA if s in systems and family == "bloom" and not adapters):
+            runs.setdefault(llama, []).append(run_llama(ctx, name, llama, rows, new_tokens))
     results = [median_run(v) for v in runs.values()]
     if name == "W1" and "ours" in runs:
         ctx.w1_ours.append(next(r for r in results if r["system"] == "ours"))
@@ -218,8 +278,9 @@ def fmt_ms(d, estimated=False):
 
 
 LABELS = {"ours": "lorascope", "ours-int8": "lorascope int8", "ours-bf16": "lorascope bfloat16",
-          "ours-static": "lorascope static", "hf": "HF transformers", "ct2": "CTranslate2",
-          "ct2-int8": "CTranslate2 int8"}
+          "ours-int4": "lorascope int4", "ours-static": "lorascope static", "hf": "HF transformers",
+          "ct2": "CTranslate2", "ct2-int8": "CTranslate2 int8", "llama-f32": "llama.cpp F32",
+          "llama-q8_0": "llama.cpp Q8_0", "llama-q4_0": "llama.cpp Q4_0"}
 
 
 def markdown(report):
@@ -229,8 +290,9 @@ def markdown(report):
              "|---|---|---:|---:|---:|---:|---:|"]
     for w in report["workloads"]:
         by_system = {r["system"]: r for r in w["results"]}
+        like = {"ct2-int8": "ours-int8", "llama-q8_0": "ours-int8", "llama-q4_0": "ours-int4"}
         for r in w["results"]:
-            ours = by_system.get("ours-int8" if r["system"] == "ct2-int8" else "ours")
+            ours = by_system.get(like.get(r["system"], "ours"))
             ratio = f"{ours['tokens_per_s'] / r['tokens_per_s']:.2f}x" if ours and r is not ours and \
                 not r["system"].startswith("ours") else ""
             label = LABELS[r["system"]]
@@ -266,13 +328,19 @@ def main():
     ap.add_argument("--cli", default="", help="lorascope-cli (default build/release/bin/lorascope-cli)")
     ap.add_argument("--workloads", default="W1,W2,W3,W4,W5")
     ap.add_argument("--systems", default="ours,ours-int8,ours-bf16,hf,ct2,ct2-int8",
-                    help="ours (float32), ours-int8, ours-bf16, hf, ct2 (float32), ct2-int8")
+                    help="ours (float32), ours-int8, ours-bf16, ours-int4, hf, ct2 (float32), ct2-int8, "
+                         "llama-f32, llama-q8_0, llama-q4_0 (BLOOM only; scripts/prepare-llama-cpp)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch", type=int, default=32, help="largest batch for every system")
     ap.add_argument("--quick", action="store_true", help=f"smoke test: {QUICK}")
     ap.add_argument("--work-dir", default="", help="model cache (default build/bench-peers)")
     ap.add_argument("--out", default="", help="JSON report (default <work-dir>/report.json)")
     ap.add_argument("--w5-rate", type=float, default=None, help="W5 requests/s (default 0.8x ours on W1)")
+    ap.add_argument("--llama-dir", default="", help="scripts/prepare-llama-cpp's folder (default build/peers/llama.cpp)")
+    ap.add_argument("--prompts", type=int, default=0, help="the first N prompts of each workload (default: all)")
+    ap.add_argument("--isa", default="", choices=["", *ISA_ENV],
+                    help="hold every system to this instruction-set level (ours, oneDNN, ATen, CTranslate2, "
+                         "MKL, OpenBLAS; llama.cpp's AVX2-only build)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs per system and workload, interleaved; the table shows the median run and the range")
     args = ap.parse_args()
@@ -287,6 +355,8 @@ def main():
     ctx.work = os.path.abspath(args.work_dir or os.path.join(ctx.root, "build", "bench-peers"))
     os.makedirs(ctx.work, exist_ok=True)
     ctx.threads, ctx.quick, ctx.w5_rate, ctx.w1_ours = args.threads, args.quick, args.w5_rate, []
+    ctx.prompt_limit = args.prompts
+    ctx.llama_dir = os.path.abspath(args.llama_dir or os.path.join(ctx.root, "build", "peers", "llama.cpp"))
     if args.repeat < 1:
         raise SystemExit("--repeat must be at least 1")
     ctx.repeat = args.repeat
@@ -294,7 +364,9 @@ def main():
     ctx.systems = args.systems.split(",")
     ctx.prompts = models.prompts(64, 8, QUICK["max_len"] if args.quick else 128)
     ctx.env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads),
-                   OPENBLAS_NUM_THREADS=str(args.threads), CT2_VERBOSE="-1", TOKENIZERS_PARALLELISM="false")
+                   OPENBLAS_NUM_THREADS=str(args.threads), CT2_VERBOSE="-1", TOKENIZERS_PARALLELISM="false",
+                   **ISA_ENV.get(args.isa, {}))
+    ctx.isa = args.isa
     names = [n.strip().upper() for n in args.workloads.split(",") if n.strip()]
     for n in names:
         if n not in WORKLOADS:
@@ -330,7 +402,8 @@ def main():
             write(complete=False)
     write(complete=True)
     m = report["machine"]
-    print(f"{m['date_utc']}, {m['cpu']}, {m['cores']} cores, {args.threads} threads, commit {m['commit']}, "
+    print(f"{m['date_utc']}, {m['cpu']} ({' '.join(m['cpu_flags'])}), {m['cores']} cores, {args.threads} threads, "
+          f"instruction sets {args.isa or 'all the CPU has'}, commit {m['commit']}, "
           f"load {m['load_average_start'][0]:.1f} -> {m['load_average_end'][0]:.1f}, versions {m['versions']}")
     print(report["markdown"])
     print(f"\ntotal {report['total_wall_s']:.0f} s (including any model builds); JSON: {out}")

@@ -194,9 +194,10 @@ private Q_SLOTS:
             QTest::newRow(m.key.c_str()) << QString::fromStdString(m.key);
     }
     // Our engine, not Hugging Face, runs the held-out prompts: the figures printed here are the
-    // pack as users see it (the manifest records HF + PEFT's figures from training time). int8
-    // (and bfloat16, where the CPU has it) must stay within 0.02 of float32 for the base and
-    // every adapter: what the quantized products cost on trained weights.
+    // pack as users see it (the manifest records HF + PEFT's figures from training time). int8,
+    // int4 and bfloat16 must stay within 0.02 of float32 for the base and every adapter: what the
+    // quantized products cost on trained weights (and, run under LORASCOPE_CPU_ISA, on every
+    // instruction set's kernels).
     void heldOutAccuracy() {
         QFETCH(QString, model);
         const auto pack = lorascope::read_demo_pack(LORASCOPE_TEST_DEMO_DIR);
@@ -208,7 +209,7 @@ private Q_SLOTS:
             const std::string name = target.empty() ? "<base>" : target;
             QVERIFY2(s.accuracy() >= kMinAccuracy, (model.toStdString() + " " + name + " below the bound").c_str());
         }
-        for (const QString& dtype : {QStringLiteral("int8"), QStringLiteral("bfloat16")}) {
+        for (const QString& dtype : {QStringLiteral("int8"), QStringLiteral("int4"), QStringLiteral("bfloat16")}) {
             Scores quantized;
             heldout_scores(m, model, dtype, quantized, /*may_be_unsupported=*/true);
             if (QTest::currentTestFailed()) return;

@@ -1,58 +1,34 @@
 // The packed CPU matmuls (ops/cpu_matmul.h) and their element-wise kernels (ops/quantize.h), each
 // checked against the ATen computation that defines it: float32 against x W^T + b; bfloat16 against
-// the same product of bfloat16-rounded operands; int8 against integer products of the quantized
-// operands, rescaled (the scheme itself, computed independently), and loosely against float32.
+// the same product of bfloat16-rounded operands (oneDNN rounds both, our panel kernels the weights);
+// int8 against integer products of the quantized operands, rescaled (the scheme itself, computed
+// independently), and loosely against float32; 4-bit against the product of the quantized
+// activations and the weights it reads back. Run as is and under LORASCOPE_CPU_ISA (CMakeLists.txt),
+// so that every backend and kernel the CPU can run is checked on any CI machine.
 #include <QtTest>
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include <functional>
+
 #include "lorascope/runtime.h"
+#include "ops/cpu_isa.h"
 #include "ops/cpu_matmul.h"
 #include "ops/quantize.h"
+#include "quant_reference.h"
 
 using namespace lorascope;
 using ops::MatmulKind;
 
+using test::dequantized_activations;
+using test::quantize_asym_ref;
+using test::quantize_ref;
+using test::random_input;
+using test::relative_error;
+using test::rows_close;
+
 namespace {
-
-// Reference asymmetric per-row quantization of activations: (q as float in [0, 255], scale, min).
-std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_asym_ref(const at::Tensor& x) {
-    at::Tensor mn = x.amin(1, /*keepdim=*/true), range = x.amax(1, true) - mn;
-    at::Tensor scale = at::where(range > 0, range / 255.0, at::ones_like(range));
-    at::Tensor inv = at::where(range > 0, 255.0 / range, at::zeros_like(range));
-    return {at::round((x - mn) * inv).clamp(0, 255), scale, mn};
-}
-
-// Reference per-row symmetric int8 quantization of weights: (q as float, scale [rows, 1]).
-std::pair<at::Tensor, at::Tensor> quantize_ref(const at::Tensor& x) {
-    at::Tensor absmax = x.abs().amax(1, /*keepdim=*/true);
-    at::Tensor scale = at::where(absmax > 0, absmax / 127.0, at::ones_like(absmax));
-    at::Tensor inv = at::where(absmax > 0, 127.0 / absmax, at::zeros_like(absmax));
-    return {at::round(x * inv).clamp(-127, 127), scale};  // at::round rounds half to even
-}
-
-at::Tensor random_input(int64_t M, int64_t K, int64_t seed) {
-    at::manual_seed(seed);
-    at::Tensor x = at::randn({M, K});
-    if (M > 2) x[1].zero_();          // an all-zero row (scale 1, every byte 128)
-    if (M > 2) x[2].mul_(1000.0);     // a row far larger than the others
-    return x;
-}
-
-// Each row within `tol` of the row's largest magnitude: products of large rows cancel, so an
-// element-wise relative tolerance would demand more than float32 summation gives.
-bool rows_close(const at::Tensor& got, const at::Tensor& want, double tol) {
-    if (got.sizes() != want.sizes()) return false;
-    if (got.numel() == 0) return true;
-    at::Tensor g = got.reshape({-1, got.size(-1)}).to(at::kDouble), w = want.reshape({-1, want.size(-1)}).to(at::kDouble);
-    at::Tensor scale = w.abs().amax(1).clamp_min(1e-12);
-    return ((g - w).abs().amax(1) / scale).max().item<double>() <= tol;
-}
-
-double relative_error(const at::Tensor& got, const at::Tensor& want) {
-    return (got - want).norm().item<double>() / std::max(want.norm().item<double>(), 1e-12);
-}
 
 struct Shape {
     int64_t M, K, N;
@@ -62,6 +38,34 @@ struct Shape {
 // that are not multiples of oneDNN's blocks or that span several 4096-row packing blocks.
 const Shape kShapes[] = {{1, 64, 1}, {3, 64, 100}, {32, 512, 1536}, {17, 777, 4096 + 17}, {100, 96, 9000}};
 
+// x [M, K] (random_input's), W [N, K] and b [N], Gaussian.
+struct Operands {
+    at::Tensor x, w, b;
+    Operands(const Shape& s, int64_t seed) : x(random_input(s.M, s.K, seed)), w(at::randn({s.N, s.K})), b(at::randn({s.N})) {}
+};
+
+// For every shape: `kind`'s product of fresh operands, handed to `check` with them.
+void for_each_product(MatmulKind kind, int64_t seed,
+                      const std::function<void(const Shape&, const Operands&, const ops::CpuMatmul&, const at::Tensor&)>& check) {
+    c10::InferenceMode guard;
+    for (const Shape& s : kShapes) {
+        const Operands o(s, seed);
+        ops::CpuMatmul mm(o.w, o.b, kind);
+        check(s, o, mm, mm.forward(o.x));
+    }
+}
+
+// Each element's error against |x_i| |w_j|, the scale of a dot product's rounding: a single
+// element's relative error is unbounded where the product cancels.
+double scaled_error(const at::Tensor& got, const Operands& o) {
+    at::Tensor scale = at::outer(o.x.norm(2, 1), o.w.norm(2, 1)).clamp_min(1e-12);
+    return ((got - at::linear(o.x, o.w, o.b)).abs() / scale).max().item<double>();
+}
+
+QString where(const Shape& s, const ops::CpuMatmul& mm) {
+    return QString("%1 x %2 x %3 (%4)").arg(s.M).arg(s.K).arg(s.N).arg(mm.backend().c_str());
+}
+
 }  // namespace
 
 class TestCpuMatmul : public QObject {
@@ -70,59 +74,59 @@ class TestCpuMatmul : public QObject {
 private Q_SLOTS:
     void initTestCase() {
         set_compute_threads(2);
-        for (MatmulKind kind : {MatmulKind::Float32, MatmulKind::Bfloat16, MatmulKind::Int8}) {
-            std::string why;
-            if (!ops::cpu_matmul_available(kind, &why))
-                QSKIP(qPrintable(QString("%1 is not available here: %2")
-                                     .arg(ops::matmul_kind_name(kind), QString::fromStdString(why))));
-        }
+        qInfo("instruction sets: %s", ops::cpu_isa_description().c_str());
+        std::string why;
+        if (!ops::cpu_matmul_available(MatmulKind::Float32, &why)) QSKIP(why.c_str());  // no oneDNN in this build
     }
 
     void float32_equals_aten() {
-        c10::InferenceMode guard;
-        for (const Shape& s : kShapes) {
-            at::Tensor x = random_input(s.M, s.K, 1), w = at::randn({s.N, s.K}), b = at::randn({s.N});
-            ops::CpuMatmul mm(w, b, MatmulKind::Float32);
-            at::Tensor want = at::linear(x, w, b);
-            QVERIFY2(rows_close(mm.forward(x), want, 1e-5), qPrintable(QString("N=%1").arg(s.N)));
-            ops::CpuMatmul no_bias(w, at::Tensor(), MatmulKind::Float32);
-            QVERIFY(rows_close(no_bias.forward(x), at::matmul(x, w.t()), 1e-5));
-        }
+        for_each_product(MatmulKind::Float32, 1, [](const Shape& s, const Operands& o, const ops::CpuMatmul& mm,
+                                                    const at::Tensor& got) {
+            QVERIFY2(rows_close(got, at::linear(o.x, o.w, o.b), 1e-5), qPrintable(where(s, mm)));
+            ops::CpuMatmul no_bias(o.w, at::Tensor(), MatmulKind::Float32);
+            QVERIFY(rows_close(no_bias.forward(o.x), at::matmul(o.x, o.w.t()), 1e-5));
+        });
     }
 
     void bfloat16_equals_the_product_of_rounded_operands() {
-        c10::InferenceMode guard;
-        for (const Shape& s : kShapes) {
-            at::Tensor x = random_input(s.M, s.K, 2), w = at::randn({s.N, s.K}), b = at::randn({s.N});
-            ops::CpuMatmul mm(w, b, MatmulKind::Bfloat16);
-            at::Tensor got = mm.forward(x);
-            // bfloat16 products are exact in float32; only the summation order differs.
-            at::Tensor want = at::linear(x.to(at::kBFloat16).to(at::kFloat), w.to(at::kBFloat16).to(at::kFloat), b);
-            QVERIFY2(rows_close(got, want, 1e-5), qPrintable(QString("N=%1").arg(s.N)));
-            QVERIFY(relative_error(got, at::linear(x, w, b)) < 1e-2);
-        }
+        for_each_product(MatmulKind::Bfloat16, 2, [](const Shape& s, const Operands& o, const ops::CpuMatmul& mm,
+                                                     const at::Tensor& got) {
+            // bfloat16 products are exact in float32; only the summation order differs. oneDNN
+            // rounds the activations to bfloat16 too, our panel kernels keep them float32.
+            const bool onednn = mm.backend() == "onednn";
+            at::Tensor xr = onednn ? o.x.to(at::kBFloat16).to(at::kDouble) : o.x.to(at::kDouble);
+            at::Tensor want = at::linear(xr, o.w.to(at::kBFloat16).to(at::kDouble), o.b.to(at::kDouble));
+            QVERIFY2(rows_close(got, want, 1e-5), qPrintable(where(s, mm)));
+            QVERIFY(relative_error(got, at::linear(o.x, o.w, o.b)) < 1e-2);
+        });
     }
 
     void int8_equals_the_integer_product_rescaled() {
-        c10::InferenceMode guard;
-        for (const Shape& s : kShapes) {
-            at::Tensor x = random_input(s.M, s.K, 3), w = at::randn({s.N, s.K}), b = at::randn({s.N});
-            ops::CpuMatmul mm(w, b, MatmulKind::Int8);
-            at::Tensor got = mm.forward(x);
-            auto [qx, sx, mx] = quantize_asym_ref(x);
-            auto [qw, sw] = quantize_ref(w);
+        for_each_product(MatmulKind::Int8, 3, [](const Shape& s, const Operands& o, const ops::CpuMatmul& mm,
+                                                 const at::Tensor& got) {
+            auto [qw, sw] = quantize_ref(o.w);
             // The dequantized operands' product, in double: (q_x s_x + min) . (q_w s_w).
-            at::Tensor xd = qx.to(at::kDouble) * sx.to(at::kDouble) + mx.to(at::kDouble);
             at::Tensor wd = qw.to(at::kDouble) * sw.to(at::kDouble);
-            at::Tensor want = (at::matmul(xd, wd.t()) + b.to(at::kDouble)).to(at::kFloat);
-            QVERIFY2(rows_close(got, want, 1e-5), qPrintable(QString("N=%1").arg(s.N)));
+            at::Tensor want = at::linear(dequantized_activations(o.x), wd, o.b.to(at::kDouble));
+            QVERIFY2(rows_close(got, want, 1e-5), qPrintable(where(s, mm)));
             // And what the scheme costs against float32 on random Gaussian operands.
-            // Each element's error against |x_i| |w_j|, the scale of a dot product's rounding: a
-            // single element's relative error is unbounded where the product cancels.
-            at::Tensor scale = at::outer(x.norm(2, 1), w.norm(2, 1)).clamp_min(1e-12);
-            const double err = ((got - at::linear(x, w, b)).abs() / scale).max().item<double>();
-            QVERIFY2(err < 2e-2, qPrintable(QString("N=%1 K=%2 relative error %3").arg(s.N).arg(s.K).arg(err)));
-        }
+            const double err = scaled_error(got, o);
+            QVERIFY2(err < 2e-2, qPrintable(where(s, mm) + QString(": relative error %1").arg(err)));
+        });
+    }
+
+    // 4-bit: the product of the quantized activations and the weights as the layer reads them back
+    // (their quantization is checked in test_panel_gemm), and what 4 bits cost against float32.
+    void int4_equals_the_product_of_its_operands() {
+        for_each_product(MatmulKind::Int4, 5, [](const Shape& s, const Operands& o, const ops::CpuMatmul& mm,
+                                                 const at::Tensor& got) {
+            at::Tensor wd = mm.rows(at::arange(s.N)).to(at::kDouble);
+            at::Tensor want = at::linear(dequantized_activations(o.x), wd, o.b.to(at::kDouble));
+            QVERIFY2(rows_close(got, want, 1e-5), qPrintable(where(s, mm)));
+            const double err = scaled_error(got, o);
+            QVERIFY2(err < 0.2, qPrintable(where(s, mm) + QString(": relative error %1").arg(err)));
+            if (s.N >= 1000) QVERIFY(mm.bytes() * 6 < static_cast<int64_t>(o.w.nbytes()));  // ~4.5 bits a weight
+        });
     }
 
     // One packed layout serves every row count. On a Xeon with AMX, oneDNN left to itself chose
@@ -131,13 +135,13 @@ private Q_SLOTS:
     void every_row_count_reads_the_packed_layout() {
         c10::InferenceMode guard;
         at::Tensor w = at::randn({64, 64}), b = at::randn({64});
-        for (MatmulKind kind : {MatmulKind::Float32, MatmulKind::Bfloat16, MatmulKind::Int8}) {
+        for (MatmulKind kind : {MatmulKind::Float32, MatmulKind::Bfloat16, MatmulKind::Int8, MatmulKind::Int4}) {
             ops::CpuMatmul mm(w, b, kind);
             for (int64_t M : {1, 2, 3, 4, 5, 8, 31, 32, 33, 64, 128, 300}) {
                 at::Tensor x = random_input(M, 64, 4);
                 at::Tensor got = mm.forward(x);
                 const double err = relative_error(got, at::linear(x, w, b));
-                QVERIFY2(err < 2e-2, qPrintable(QString("%1, %2 rows: relative error %3")
+                QVERIFY2(err < (kind == MatmulKind::Int4 ? 0.15 : 2e-2), qPrintable(QString("%1, %2 rows: relative error %3")
                                                     .arg(ops::matmul_kind_name(kind)).arg(M).arg(err)));
             }
         }
@@ -147,12 +151,12 @@ private Q_SLOTS:
         c10::InferenceMode guard;
         at::Tensor w = at::randn({300, 64}), b = at::randn({300});
         at::Tensor x = at::randn({2, 5, 128}).narrow(-1, 10, 64);  // rows 128 floats apart
-        for (MatmulKind kind : {MatmulKind::Float32, MatmulKind::Bfloat16, MatmulKind::Int8}) {
+        for (MatmulKind kind : {MatmulKind::Float32, MatmulKind::Bfloat16, MatmulKind::Int8, MatmulKind::Int4}) {
             ops::CpuMatmul mm(w, b, kind);
             at::Tensor got = mm.forward(x);
             QCOMPARE(got.sizes(), (at::IntArrayRef{2, 5, 300}));
             QVERIFY(at::equal(got, mm.forward(x.contiguous())));
-            QVERIFY(relative_error(got, at::linear(x, w, b)) < 3e-2);
+            QVERIFY(relative_error(got, at::linear(x, w, b)) < (kind == MatmulKind::Int4 ? 0.15 : 3e-2));
             QCOMPARE(mm.forward(at::zeros({0, 64})).sizes(), (at::IntArrayRef{0, 300}));
         }
     }
@@ -170,6 +174,11 @@ private Q_SLOTS:
         QVERIFY(at::allclose(int8.rows(ids), at::embedding(qw * sw, ids), 0, 1e-6));
         QVERIFY_THROWS_EXCEPTION(c10::Error, int8.rows(at::tensor({4196}, at::kLong)));
         QVERIFY(int8.bytes() < f32.bytes() / 2);  // K=48 is padded to oneDNN's int8 blocks
+        // 4-bit rows: a group scale (about the largest magnitude / 8) times an integer in [-8, 7],
+        // within about a step of the weight (test_panel_gemm checks the quantization itself).
+        ops::CpuMatmul int4(w, at::Tensor(), MatmulKind::Int4);
+        at::Tensor r = int4.rows(ids), wr = at::embedding(w, ids);
+        QVERIFY(((r - wr).abs() <= wr.abs().amax(-1, true) / 6.0 + 1e-6).all().item<bool>());
     }
 
     void quantize_rounds_half_to_even_like_aten() {
@@ -205,10 +214,17 @@ private Q_SLOTS:
             QCOMPARE(static_cast<int16_t>(out[static_cast<size_t>(i)]), want.view({-1})[i].item<int16_t>());
     }
 
-    void unavailable_kinds_say_why() {
-        std::string why;
-        if (ops::cpu_matmul_available(MatmulKind::Int8, &why)) QVERIFY(why.empty());
-        else QVERIFY(why.find("VNNI") != std::string::npos || why.find("oneDNN") != std::string::npos);
+    // int8, bfloat16 and 4-bit run on every CPU (our kernels where oneDNN has none); each says which.
+    void every_kind_runs_and_says_how() {
+        for (MatmulKind kind : {MatmulKind::Bfloat16, MatmulKind::Int8, MatmulKind::Int4}) {
+            std::string why;
+            QVERIFY(ops::cpu_matmul_available(kind, &why));
+            QVERIFY(why.empty());
+            const std::string how = ops::cpu_matmul_description(kind);
+            QVERIFY2(how.find("onednn") != std::string::npos || how.find("oneDNN") != std::string::npos ||
+                         how.find("kernels") != std::string::npos,
+                     how.c_str());
+        }
     }
 };
 

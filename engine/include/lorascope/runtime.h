@@ -13,13 +13,14 @@ struct RuntimeInfo {
     int cuda_device_count = 0;
     std::string parallel_info;  // ATen's own report (OpenMP, MKL/BLAS)
     std::string cpu_gemm;       // what CPU float32 linears multiply with: "onednn-packed", "onednn" or "aten"
+    std::string cpu_isa;        // the instruction sets our kernels use, whether forced (LORASCOPE_CPU_ISA), the CPU's
 };
 
 RuntimeInfo runtime_info();
 
 // A --dtype on the CPU and whether this build and CPU run it.
 struct ComputeType {
-    std::string name;     // "float32", "bfloat16", "int8"
+    std::string name;     // "float32", "bfloat16", "int8", "int4"
     bool available = false;
     std::string detail;   // what the linears compute with, or why this build or CPU cannot
     std::string kv_cache; // what the KV cache stores under it by default (--kv-cache-dtype auto)

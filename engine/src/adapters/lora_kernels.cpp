@@ -1,11 +1,14 @@
 #include "adapters/lora_kernels.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cmath>
 
+#include "ops/cpu_isa.h"
 #include "ops/dot.h"
+
+#if LORASCOPE_X86
+#include <immintrin.h>
+#endif
 
 namespace lorascope::adapters {
 
@@ -17,6 +20,7 @@ namespace lorascope::adapters {
 // The sums of a dot product run over 8 or 16 lanes, so results differ (by rounding) between the
 // two instruction sets; on one CPU they never depend on the batch.
 
+#if LORASCOPE_X86
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 namespace {
@@ -66,6 +70,7 @@ namespace avx2 {
 #include "adapters/lora_kernels_simd.inc"
 }  // namespace avx2
 #pragma GCC pop_options
+#endif
 
 namespace {
 
@@ -87,25 +92,24 @@ void plain(const float* A, const float* BT, int64_t r, int64_t in, int64_t out, 
 }  // namespace
 
 LoraIsa lora_best_isa() {
-    static const LoraIsa best = [] {
-        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) return LoraIsa::Avx512;
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return LoraIsa::Avx2;
-        return LoraIsa::Plain;
-    }();
-    return best;
+    const ops::CpuFeatures& f = ops::cpu_features();  // under LORASCOPE_CPU_ISA
+    return f.avx512 ? LoraIsa::Avx512 : f.avx2 ? LoraIsa::Avx2 : LoraIsa::Plain;
 }
 
 void lora_positions(LoraIsa isa, const float* A, const float* BT, int64_t r, int64_t in, int64_t out,
                     const float* const* xs, float* const* ys, int64_t n, float* h) {
     const bool few = n <= kLoraStreamingPositions;
     switch (std::min(isa, lora_best_isa())) {
+#if LORASCOPE_X86
     case LoraIsa::Avx512:
         (few ? avx512::streaming : avx512::blocked)(A, BT, r, in, out, xs, ys, n, h);
         break;
     case LoraIsa::Avx2:
         (few ? avx2::streaming : avx2::blocked)(A, BT, r, in, out, xs, ys, n, h);
         break;
-    case LoraIsa::Plain:
+#endif
+    default:
+        (void)few;
         plain(A, BT, r, in, out, xs, ys, n, h);
         break;
     }

@@ -1,11 +1,10 @@
 #include "adapters/multi_lora_hook.h"
 
-#include <ATen/Parallel.h>
-
 #include <algorithm>
 #include <map>
 
 #include "adapters/lora_kernels.h"
+#include "ops/thread_pool.h"
 
 namespace lorascope::adapters {
 
@@ -188,8 +187,8 @@ bool MultiLoraHook::add_positions_cpu(const models::LinearSite& site, const at::
         costs.push_back(item.delta->rank * (item.n + 4));
         max_h = std::max(max_h, item.delta->rank * item.n);
     }
-    const auto bins = balance(costs, at::get_num_threads());
-    at::parallel_for(0, static_cast<int64_t>(bins.size()), 1, [&](int64_t begin, int64_t end) {
+    const auto bins = balance(costs, ops::pool_threads());
+    ops::parallel_for(0, static_cast<int64_t>(bins.size()), 1, [&](int64_t begin, int64_t end) {
         std::vector<float> h(static_cast<size_t>(max_h));
         for (int64_t t = begin; t < end; ++t)
             for (size_t i : bins[static_cast<size_t>(t)]) {

@@ -1,12 +1,12 @@
 #include "models/layers.h"
 
-#include <ATen/Parallel.h>
-
 #include <algorithm>
 #include <cmath>
 
 #include "lorascope/error.h"
+#include "ops/cpu_isa.h"
 #include "ops/dot.h"
+#include "ops/thread_pool.h"
 
 namespace lorascope::models {
 
@@ -15,13 +15,25 @@ Norm::Norm(Kind kind, at::Tensor weight, at::Tensor bias, double eps)
 
 namespace {
 
-// T5LayerNorm for one row in float32: x * rsqrt(mean(x^2) + eps) * weight.
-__attribute__((target_clones("avx2,fma", "default"))) void rms_norm_row(const float* x, const float* weight, float* out,
-                                                                       int64_t d, float eps) {
+// T5LayerNorm for one row in float32: x * rsqrt(mean(x^2) + eps) * weight. Built for AVX2+FMA and
+// for the baseline ISA from this one body, picked from the instruction sets in effect.
+__attribute__((always_inline)) inline void rms_norm_body(const float* x, const float* weight, float* out, int64_t d,
+                                                         float eps) {
     const float sum = ops::dot(x, x, d);
     const float scale = 1.0f / std::sqrt(sum / static_cast<float>(d) + eps);
     for (int64_t k = 0; k < d; ++k) out[k] = x[k] * scale * weight[k];
 }
+
+void rms_norm_row(const float* x, const float* weight, float* out, int64_t d, float eps) {
+    rms_norm_body(x, weight, out, d, eps);
+}
+
+#if LORASCOPE_X86
+__attribute__((target("avx2,fma"))) void rms_norm_row_avx2(const float* x, const float* weight, float* out, int64_t d,
+                                                            float eps) {
+    rms_norm_body(x, weight, out, d, eps);
+}
+#endif
 
 // The same as the ATen expression in Norm::forward, in one pass per row: a decoding step runs 19 of
 // these norms on [32, 512] rows, where ATen's six operators (each allocating) cost more than the
@@ -37,8 +49,12 @@ at::Tensor rms_norm_cpu(const at::Tensor& x, const at::Tensor& weight, double ep
     const float* xp = x.data_ptr<float>();
     const float* wp = weight.data_ptr<float>();
     float* op = out.data_ptr<float>();
-    at::parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(d, 1)), [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) rms_norm_row(xp + r * d, wp, op + r * d, d, static_cast<float>(eps));
+    auto* row = &rms_norm_row;
+#if LORASCOPE_X86
+    if (ops::cpu_features().avx2) row = &rms_norm_row_avx2;
+#endif
+    ops::parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(d, 1)), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) row(xp + r * d, wp, op + r * d, d, static_cast<float>(eps));
     });
     return out;
 }

@@ -42,7 +42,7 @@ Linear ModuleBuilder::linear(const std::string& module, int64_t in, int64_t out,
     Linear layer = part(module, in, out, bias);
     if (!packing_) return layer;
     const std::string name = module + ".weight";
-    layer.pack(*packing_, [&](int64_t begin, int64_t end) { store_->release_rows(name, begin, end); });
+    layer.pack(module == "lm_head" ? table_kind() : *packing_, [&](int64_t begin, int64_t end) { store_->release_rows(name, begin, end); });
     packed_by_source_[store_->source_id(name)] = layer.packed();
     store_->release(name);
     return layer;
@@ -62,12 +62,16 @@ Embedding ModuleBuilder::embedding(const std::string& name, int64_t vocab, int64
     at::Tensor table = tensor(name, {vocab, width});
     if (packing_ && *packing_ != ops::MatmulKind::Float32) {
         Embedding e(std::make_shared<const ops::CpuMatmul>(
-            table, at::Tensor(), *packing_, [&](int64_t begin, int64_t end) { store_->release_rows(name, begin, end); }));
+            table, at::Tensor(), table_kind(), [&](int64_t begin, int64_t end) { store_->release_rows(name, begin, end); }));
         table = at::Tensor();
         store_->release(name);
         return e;
     }
     return Embedding(table);
+}
+
+ops::MatmulKind ModuleBuilder::table_kind() const {
+    return *packing_ == ops::MatmulKind::Int4 ? ops::MatmulKind::Int8 : *packing_;
 }
 
 Linear ModuleBuilder::part(const std::string& module, int64_t in, int64_t out, bool bias) {

@@ -43,6 +43,11 @@ public:
     const weights::WeightStore& store() const { return *store_; }
 
 private:
+    // The LM head and embedding tables under `packing_`: int8 when the layers are 4-bit. As
+    // llama.cpp's quantizer keeps the output matrix at 6 or 8 bits in its 4-bit files: the head's
+    // errors land on every logit.
+    ops::MatmulKind table_kind() const;
+
     std::shared_ptr<weights::WeightStore> store_;
     std::vector<LinearSite>& sites_;
     std::optional<ops::MatmulKind> packing_;

@@ -1,11 +1,11 @@
-// y = x W^T (+ b) on the CPU with the weight packed once, at load, in oneDNN's preferred layout,
-// in float32, bfloat16 or int8.
-//
-// Why packed: oneDNN's sgemm (ops/cpu_gemm.h) re-packs W on every call. On this machine kind
-// (AMD EPYC, AVX-512, 2 threads) a t5-small decode product at 32 rows, [32, 512] x [512, 2048],
-// took 485 us through sgemm and 141 us through a matmul primitive over the pre-packed weight;
-// the int8 product (u8 x s8 -> s32, VNNI brgemm) took 34 us and bfloat16 70 us (/tmp microbench,
-// oneDNN 2.6.3; docs/benchmarks.md has the model-level figures).
+// y = x W^T (+ b) on the CPU with the weight packed once, at load, in float32, bfloat16, int8 or
+// 4-bit, through one of two backends (ops/matmul_backend.h), chosen per kind from the instruction
+// sets in effect (ops/cpu_isa.h):
+//   - oneDNN's matmul over its own packed layout: float32 always; int8 where the CPU has AVX-512
+//     VNNI; bfloat16 (weights and activations rounded to bfloat16) where it has AVX-512 BF16;
+//   - our panel kernels (ops/panel_gemm.h) otherwise: int8 on AVX-VNNI, AVX2 or any CPU, bfloat16
+//     weights times float32 activations (summed in float32), and 4-bit weights (oneDNN has none).
+// LORASCOPE_CPU_MATMUL=onednn|panel overrides the choice where both can (A/B measurements).
 //
 // int8 follows CTranslate2's scheme: weights quantized symmetrically per output channel, the
 // activations per row at every call, products summed in int32 and rescaled to float32. Unlike
@@ -24,12 +24,19 @@
 
 namespace lorascope::ops {
 
-enum class MatmulKind { Float32, Bfloat16, Int8 };
-const char* matmul_kind_name(MatmulKind kind);  // "float32", "bfloat16", "int8"
+// Int4: groups of 32 inputs per output channel, symmetric, a float16 scale each (GGUF's Q4_0
+// rounding: the value of largest magnitude maps to -8); activations as for int8.
+enum class MatmulKind { Float32, Bfloat16, Int8, Int4 };
+const char* matmul_kind_name(MatmulKind kind);  // "float32", "bfloat16", "int8", "int4"
 
 // True when this build can pack weights for `kind` on this CPU; otherwise `why` says what is missing
-// (oneDNN not built in, no AVX-512 BF16, no VNNI) in words a user can act on.
+// (float32 needs oneDNN) in words a user can act on.
 bool cpu_matmul_available(MatmulKind kind, std::string* why = nullptr);
+
+// What products of `kind` compute here, in words: which backend and kernel, and in which types.
+std::string cpu_matmul_description(MatmulKind kind);
+
+class MatmulBackend;
 
 class CpuMatmul {
 public:
@@ -56,10 +63,13 @@ public:
     int64_t in_features() const;
     int64_t out_features() const;
     int64_t bytes() const;  // packed weight, scales and column offsets
+    std::string backend() const;  // "onednn", "panel avx2", ...
 
 private:
-    struct Impl;
-    std::unique_ptr<Impl> impl_;
+    MatmulKind kind_;
+    int64_t K_ = 0, N_ = 0;
+    std::unique_ptr<const MatmulBackend> backend_;
+    at::Tensor empty_bias_;  // K = 0: the output is the bias
 };
 
 }  // namespace lorascope::ops

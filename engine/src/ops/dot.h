@@ -16,13 +16,13 @@ inline float widen(uint16_t bfloat16_bits) {
     return x;
 }
 
-// Eight partial sums, which the compiler keeps in one vector register. Inline on purpose: callers
-// are target_clones functions (AVX2+FMA and the baseline ISA), and inlined into each clone it is
-// vectorised for that clone's instruction set; a call per dot product cost as much as the work.
+// Eight partial sums, which the compiler keeps in one vector register. Inlined on purpose: callers
+// are built twice (AVX2+FMA and the baseline ISA, picked at run time), and inlined into each it is
+// vectorised for that build's instruction set; a call per dot product cost as much as the work.
 // B is float or bfloat16 bits: the sums are the same either way, so a bfloat16 KV cache reads
 // exactly as a float32 cache holding the same (rounded) values.
 template <typename B>
-inline float dot(const float* a, const B* b, int64_t n) {
+__attribute__((always_inline)) inline float dot(const float* a, const B* b, int64_t n) {
     float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)

@@ -1,9 +1,9 @@
 // Element-wise kernels around the CPU's int8 and bfloat16 matrix products (ops/cpu_matmul.h):
 // dynamic per-row quantization of activations, the int32 -> float32 epilogue, float32 -> bfloat16.
 //
-// Each has an AVX-512 path (chosen at run time from the CPU's flags) and a portable one that gives
-// the same values: both round half to even, and both compute the epilogue with the same fused
-// multiply-adds. Why hand-written: at 32 rows the int8 product of a t5-small layer takes
+// Each has AVX-512 and AVX2 paths (chosen at run time from the instruction sets in effect,
+// ops/cpu_isa.h) and a portable one that gives the same values: all round half to even, and all
+// compute the epilogue with the same fused multiply-adds. Why hand-written: at 32 rows the int8 product of a t5-small layer takes
 // 9 us (oneDNN brgemm, VNNI); the same epilogue as four ATen element-wise ops took longer than the
 // product itself, and oneDNN 2.6 falls back to a reference kernel (5,000x slower, measured) when
 // per-row scales are given to it as a post-op.
@@ -18,9 +18,10 @@ namespace lorascope::ops {
 // out[i,k] = round((x[i,k] - min) / scale) in [0, 255]. Asymmetric because activations are often
 // one-sided (ReLU outputs, T5's feed-forward "wo" input): symmetric int8 spends half its codes on
 // values that never occur there. On the demo pack's T5 the symmetric form lost 2 of 50 held-out
-// answers (0.98 -> 0.94) that float32 got right. x rows are `ldx` floats apart.
+// answers (0.98 -> 0.94) that float32 got right. x rows are `ldx` floats apart, out rows `ldo`
+// bytes (0: cols).
 void quantize_rows_u8(const float* x, int64_t rows, int64_t cols, int64_t ldx, uint8_t* out, float* scales,
-                      float* mins);
+                      float* mins, int64_t ldo = 0);
 
 // Symmetric per-row int8 quantization of weights (one scale per output channel), int8 in
 // [-127, 127]: scale = max_k |x[i,k]| / 127 (1 for an all-zero row).
@@ -36,10 +37,5 @@ void dequantize_s32(const int32_t* acc, int64_t rows, int64_t cols, const float*
 
 // Round-to-nearest-even float32 -> bfloat16 (stored as uint16_t); x rows are `ldx` floats apart.
 void to_bf16_rows(const float* x, int64_t rows, int64_t cols, int64_t ldx, uint16_t* out);
-
-// What the running CPU offers for these kernels and for oneDNN's int8 / bfloat16 products.
-bool cpu_has_avx512();       // AVX-512 F + BW + VL (the vector paths above)
-bool cpu_has_int8_dot();     // AVX-512 VNNI or AVX-VNNI: u8 x s8 products summed in int32 without saturation
-bool cpu_has_bf16_dot();     // AVX-512 BF16: bfloat16 dot products accumulated in float32
 
 }  // namespace lorascope::ops

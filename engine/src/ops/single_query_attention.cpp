@@ -1,13 +1,13 @@
 #include "ops/single_query_attention.h"
 
-#include <ATen/Parallel.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "ops/cpu_isa.h"
 #include "ops/dot.h"
+#include "ops/thread_pool.h"
 
 namespace lorascope::ops {
 
@@ -37,10 +37,11 @@ inline const KV* run_start(const KV* base, int64_t b, int64_t j, int64_t stride_
 }
 
 // One (row, head): scores, softmax and the weighted sum of values in one pass over its keys, so that
-// each key and value is read once and nothing is allocated. Inlined into each clone of attend_one,
-// built for AVX2+FMA and for the baseline ISA and picked at run time (the binary still runs on
-// older CPUs). A cloned dot/axpy called per key, with softmax and bias as separate passes, took
-// 10-60% longer in a microbenchmark on t5-small and bart-base cross-attention shapes.
+// each key and value is read once and nothing is allocated. Inlined into attend_one's two builds,
+// for AVX2+FMA and for the baseline ISA, picked at run time from the instruction sets in effect
+// (ops/cpu_isa.h; the binary still runs on older CPUs). A dot/axpy called per key, with softmax and
+// bias as separate passes, took 10-60% longer in a microbenchmark on t5-small and bart-base
+// cross-attention shapes.
 template <typename KV>
 __attribute__((always_inline)) inline void attend_one_kv(const Operands& o, int64_t i, int64_t n, float* scores,
                                                          float* out) {
@@ -79,13 +80,22 @@ __attribute__((always_inline)) inline void attend_one_kv(const Operands& o, int6
     }
 }
 
-__attribute__((target_clones("avx2,fma", "default"))) void attend_one(const Operands& o, int64_t i, int64_t n,
-                                                                     float* scores, float* out) {
+void attend_one(const Operands& o, int64_t i, int64_t n, float* scores, float* out) {
     if (o.kv_bf16)
         attend_one_kv<uint16_t>(o, i, n, scores, out);
     else
         attend_one_kv<float>(o, i, n, scores, out);
 }
+
+#if LORASCOPE_X86
+__attribute__((target("avx2,fma"))) void attend_one_avx2(const Operands& o, int64_t i, int64_t n, float* scores,
+                                                          float* out) {
+    if (o.kv_bf16)
+        attend_one_kv<uint16_t>(o, i, n, scores, out);
+    else
+        attend_one_kv<float>(o, i, n, scores, out);
+}
+#endif
 
 }  // namespace
 
@@ -117,10 +127,14 @@ at::Tensor run(Operands& o, const at::Tensor& q, const at::Tensor& bias, int64_t
     };
     at::Tensor out = at::empty({B, 1, H, D}, q.options());
     float* op = out.data_ptr<float>();
-    at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
+    auto* one = &attend_one;
+#if LORASCOPE_X86
+    if (cpu_features().avx2) one = &attend_one_avx2;
+#endif
+    parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
         std::vector<float> scores(static_cast<size_t>(L));
         for (int64_t i = begin; i < end; ++i)
-            attend_one(o, i, keys_to_read(i / H), scores.data(), op + i * D);  // [B, 1, H, D]: (b, h) is row i
+            one(o, i, keys_to_read(i / H), scores.data(), op + i * D);  // [B, 1, H, D]: (b, h) is row i
     });
     return out.view({B, 1, H * D});
 }

@@ -6,15 +6,16 @@
 
 #include "lorascope/error.h"
 #include "ops/cpu_gemm.h"
+#include "ops/cpu_isa.h"
 #include "ops/cpu_matmul.h"
 
 namespace lorascope::runtime {
 
 namespace {
 
-// What --dtype means on each device. On the CPU, float32, bfloat16 and int8 name the type of the
-// linears' packed weights and products (ops/cpu_matmul.h); everything else runs in float32.
-// Elsewhere the whole model is converted to the dtype, as before (int8 is CPU-only).
+// What --dtype means on each device. On the CPU, float32, bfloat16, int8 and int4 name the type of
+// the linears' packed weights and products (ops/cpu_matmul.h); everything else runs in float32.
+// Elsewhere the whole model is converted to the dtype, as before (int8 and int4 are CPU-only).
 struct ProductChoice {
     at::ScalarType dtype = at::kFloat;
     std::optional<ops::MatmulKind> cpu_matmul;
@@ -34,13 +35,13 @@ ProductChoice parse_compute(const std::string& name, const at::Device& device) {
     }
     if (name == "float16" || name == "fp16") return {at::kHalf, std::nullopt};
     if (name == "bfloat16" || name == "bf16") return cpu ? packed(ops::MatmulKind::Bfloat16) : ProductChoice{at::kBFloat16, {}};
-    if (name == "int8") {
+    if (name == "int8" || name == "int4") {
         if (!cpu)
             throw Error(ErrorKind::Unsupported,
-                        "dtype 'int8' is a CPU compute type; on " + device.str() + " use float16 or bfloat16");
-        return packed(ops::MatmulKind::Int8);
+                        "dtype '" + name + "' is a CPU compute type; on " + device.str() + " use float16 or bfloat16");
+        return packed(name == "int8" ? ops::MatmulKind::Int8 : ops::MatmulKind::Int4);
     }
-    throw Error(ErrorKind::InvalidArgument, "unknown dtype '" + name + "' (float32, bfloat16, int8 or float16)");
+    throw Error(ErrorKind::InvalidArgument, "unknown dtype '" + name + "' (float32, bfloat16, int8, int4 or float16)");
 }
 
 at::Device parse_device(const std::string& name) {
@@ -83,6 +84,7 @@ at::ScalarType auto_cpu_cache_dtype(ops::MatmulKind kind) {
 }
 
 ComputeChoice choose_compute(const std::string& dtype, const std::string& device, const std::string& kv_cache_dtype) {
+    ops::check_cpu_isa_setting();  // a misspelt LORASCOPE_CPU_ISA is an error, not a silent full-speed run
     ComputeChoice choice;
     choice.device = parse_device(device);
     const ProductChoice products = parse_compute(dtype, choice.device);

@@ -21,10 +21,10 @@ struct ComputeChoice {
 // What kv_cache_dtype "auto" stores under CPU products of this kind.
 at::ScalarType auto_cpu_cache_dtype(ops::MatmulKind kind);
 
-// On the CPU, "float32", "bfloat16" and "int8" name the type of the linears' packed weights and
-// products (ops/cpu_matmul.h) while norms, attention and the residual stream run in float32;
-// on CUDA the whole model is converted ("float32", "float16", "bfloat16"; int8 is CPU-only).
-// kv_cache_dtype: "auto" (bfloat16 under CPU int8 or bfloat16 products, else the model's type),
+// On the CPU, "float32", "bfloat16", "int8" and "int4" name the type of the linears' packed weights
+// and products (ops/cpu_matmul.h) while norms, attention and the residual stream run in float32;
+// on CUDA the whole model is converted ("float32", "float16", "bfloat16"; int8 and int4 are CPU-only).
+// kv_cache_dtype: "auto" (bfloat16 under CPU int8, int4 or bfloat16 products, else the model's type),
 // "float32", "bfloat16" or, on CUDA, "float16".
 // Throws lorascope::Error: InvalidArgument for an unknown name, Unsupported (with the reason) for a
 // type this build or CPU cannot run.

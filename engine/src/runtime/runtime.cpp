@@ -2,7 +2,9 @@
 
 #include "runtime/compute_choice.h"
 #include "ops/cpu_gemm.h"
+#include "ops/cpu_isa.h"
 #include "ops/cpu_matmul.h"
+#include "ops/thread_pool.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -14,6 +16,10 @@
 #include <string>
 #include <thread>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 namespace lorascope {
 
 RuntimeInfo runtime_info() {
@@ -24,31 +30,25 @@ RuntimeInfo runtime_info() {
     // Through ATen's hooks, so that a CPU-only LibTorch (Debian's) answers 0 without CUDA headers.
     info.cuda_device_count = info.cuda_available ? at::detail::getCUDAHooks().getNumGPUs() : 0;
     info.parallel_info = at::get_parallel_info();
+    info.cpu_isa = ops::cpu_isa_description();
     info.cpu_gemm = !ops::cpu_packing_disabled() && ops::cpu_matmul_available(ops::MatmulKind::Float32) ? "onednn-packed"
                                                                                      : ops::cpu_gemm_backend();
     return info;
 }
 
 std::vector<ComputeType> cpu_compute_types() {
-    const struct {
-        ops::MatmulKind kind;
-        const char* what;
-    } kinds[] = {
-        {ops::MatmulKind::Float32, "float32 weights packed at load, float32 products (Hugging Face's numerics)"},
-        {ops::MatmulKind::Bfloat16,
-         "bfloat16 weights, bfloat16 products summed in float32, a bfloat16 KV cache; the rest in float32"},
-        {ops::MatmulKind::Int8, "int8 weights per output channel, activations per row, int32 sums, a bfloat16 KV "
-                                "cache; the rest in float32"},
-    };
     std::vector<ComputeType> out;
-    for (const auto& k : kinds) {
+    for (ops::MatmulKind kind : {ops::MatmulKind::Float32, ops::MatmulKind::Bfloat16, ops::MatmulKind::Int8,
+                                 ops::MatmulKind::Int4}) {
         ComputeType t;
-        t.name = ops::matmul_kind_name(k.kind);
+        t.name = ops::matmul_kind_name(kind);
         std::string why;
-        t.available = ops::cpu_matmul_available(k.kind, &why);
-        t.detail = t.available ? k.what : why;
-        t.kv_cache = runtime::auto_cpu_cache_dtype(k.kind) == at::kBFloat16 ? "bfloat16" : "float32";
-        if (k.kind == ops::MatmulKind::Float32 && !t.available) {
+        t.available = ops::cpu_matmul_available(kind, &why);
+        t.kv_cache = runtime::auto_cpu_cache_dtype(kind) == at::kBFloat16 ? "bfloat16" : "float32";
+        t.detail = t.available ? ops::cpu_matmul_description(kind) +
+                                     (kind == ops::MatmulKind::Float32 ? "" : ", a " + t.kv_cache + " KV cache; the rest in float32")
+                               : why;
+        if (kind == ops::MatmulKind::Float32 && !t.available) {
             t.available = true;  // float32 always runs, unpacked
             t.detail = "float32 through ATen (" + why + ")";
         }
@@ -67,6 +67,15 @@ const char* int8_accuracy_note() {
 void set_compute_threads(int n) {
     if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     at::set_num_threads(n);
+    // Our kernels' pool (ops/thread_pool.h): its workers' own OpenMP teams are one thread, so that
+    // ATen or oneDNN called from a chunk runs there instead of starting a team per worker.
+    ops::set_pool_worker_init([] {
+        at::get_num_threads();  // ATen's lazy per-thread set-up first, or it would undo the line below
+#ifdef _OPENMP
+        omp_set_num_threads(1);  // this thread's team only (at::set_num_threads would change ATen's default too)
+#endif
+    });
+    ops::set_pool_threads(n);
 }
 
 void enter_inference_mode_for_this_thread() {
