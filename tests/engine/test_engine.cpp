@@ -272,13 +272,14 @@ private Q_SLOTS:
         const Variant v = load_variant(kVariants[0]);
         EngineOptions options;
         options.model_dir = v.dir;
-        options.dtype = "int4";
+        options.dtype = "int3";
         try {
             Engine::create(options);
             QFAIL("expected an error");
         } catch (const lorascope::Error& e) {
             QCOMPARE(e.kind(), lorascope::ErrorKind::InvalidArgument);
-            QVERIFY2(QString(e.what()).contains("int4") && QString(e.what()).contains("int8"), e.what());
+            const QString what = e.what();
+            QVERIFY2(what.contains("int3") && what.contains("int8") && what.contains("int4"), e.what());
         }
     }
 

@@ -64,7 +64,7 @@ private Q_SLOTS:
             QCOMPARE(w.at("file_bytes").get<int64_t>(), bytes);
             QCOMPARE(w.at("sharded").get<bool>(), QFileInfo::exists(QString::fromStdString(dir + "/model.safetensors.index.json")));
             QVERIFY(info.at("tokenizer").contains("error"));  // the oracle's models carry no tokenizer files
-            // What --dtype can mean on this CPU: the three CPU types, float32 always available,
+            // What --dtype can mean on this CPU: the four CPU types, float32 always available,
             // each with what it computes or why this machine cannot run it.
             const json& compute = info.at("cpu_compute");
             QCOMPARE(compute.at("default").get<std::string>(), std::string("float32"));
@@ -76,7 +76,7 @@ private Q_SLOTS:
                 // --kv-cache-dtype auto: float32 stays HF-exact, the reduced types halve the cache.
                 QCOMPARE(t.at("kv_cache").get<std::string>(), std::string(names.back() == "float32" ? "float32" : "bfloat16"));
             }
-            QCOMPARE(names, (std::vector<std::string>{"float32", "bfloat16", "int8"}));
+            QCOMPARE(names, (std::vector<std::string>{"float32", "bfloat16", "int8", "int4"}));
             QVERIFY(compute.at("int8_accuracy").get<std::string>().find("int8") != std::string::npos);
 
             const json& load = info.at("load");

@@ -82,7 +82,11 @@ public:
         if (init) init_ = init;  // after the join: a worker that was only starting reads it
         threads_ = n;
         stop_ = false;
-        for (int i = 1; i < n; ++i) workers_.emplace_back([this] { worker(); });
+        // Each worker starts from the generation of its creation, not of its first instruction: a
+        // worker the OS starts late (CI, under load) would otherwise skip the jobs submitted
+        // meanwhile, and a job that waits for a second thread (test_thread_pool) would wait forever.
+        const uint64_t born = generation_.load(std::memory_order_acquire);
+        for (int i = 1; i < n; ++i) workers_.emplace_back([this, born] { worker(born); });
     }
 
     // False when another thread's job is running (the caller then runs its range alone).
@@ -145,9 +149,8 @@ private:
         return !stop_.load(std::memory_order_relaxed);
     }
 
-    void worker() {
+    void worker(uint64_t seen) {
         if (init_) init_();
-        uint64_t seen = generation_.load(std::memory_order_acquire);
         while (wait_job(seen)) {
             seen = generation_.load(std::memory_order_acquire);
             std::shared_ptr<Job> job;
