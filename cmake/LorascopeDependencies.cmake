@@ -2,6 +2,8 @@
 
 find_package(Threads REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
+# lorascope-cli serve's HTTP front: Boost.Beast and Asio, header-only (Debian's libboost-dev 1.74).
+find_package(Boost 1.74 REQUIRED CONFIG)
 
 # LibTorch: Debian's libtorch-dev (1.13, CPU) or a wheel-shipped LibTorch 2.x
 # (pass -DCMAKE_PREFIX_PATH=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')).

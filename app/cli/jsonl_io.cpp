@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "lorascope/error.h"
+#include "lorascope/json_input.h"
 
 namespace lorascope::cli {
 
@@ -33,19 +34,13 @@ std::vector<JsonLine> read_json_lines(const std::string& path) {
         if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
         JsonLine line;
         line.line_number = number;
-        if (const size_t nul = text.find('\0'); nul != std::string::npos) {
-            // nlohmann stops at a NUL byte and would take `{} <NUL> anything` for `{}`.
-            line.parse_error = "line " + std::to_string(number) + " is not valid JSON: a NUL byte at column " +
-                               std::to_string(nul + 1);
-            lines.push_back(std::move(line));
-            continue;
-        }
         try {
-            nlohmann::json value = nlohmann::json::parse(text);
+            // Bounded nesting (lorascope/json_input.h); a NUL byte or 1e309 is refused there too.
+            nlohmann::json value = parse_json_input(text, "line " + std::to_string(number));
             if (value.is_object()) line.value = std::move(value);
             else line.parse_error = "line " + std::to_string(number) + " is not a JSON object";
-        } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e309
-            line.parse_error = "line " + std::to_string(number) + " is not valid JSON: " + e.what();
+        } catch (const Error& e) {
+            line.parse_error = "line " + std::to_string(number) + " is not valid JSON: " + e.message();
         }
         lines.push_back(std::move(line));
     }

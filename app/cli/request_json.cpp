@@ -5,7 +5,7 @@
 
 #include "lorascope/adapter.h"
 #include "lorascope/error.h"
-#include "lorascope/params.h"
+#include "lorascope/params_json.h"
 
 namespace lorascope::cli {
 
@@ -89,7 +89,7 @@ Request parse_request(const json& r, const std::string& source) {
     parse_inspection_fields(r, source, request);
     if (r.contains("params")) {
         if (!r["params"].is_object()) throw Error(ErrorKind::InvalidArgument, source, "\"params\" must be an object");
-        request.params = parse_generation_params(r["params"].dump(), source);
+        request.params = generation_params_from_json(r["params"], source);
     }
     return request;
 }

@@ -1,5 +1,6 @@
 // An engine thread that cannot die: a fault injected at each named point of a step (a sink, the
-// stats listener, a decoding pass, a prefill, a cache join or leave, an adapter acquire) ends
+// stats listener, a decoding pass, a prefill, a cache join or leave, an adapter acquire, choosing
+// the next tokens, taking one: detokenizing and stop strings) ends
 // exactly the request involved with an error naming the cause, and every other request finishes
 // exactly as alone (Hugging Face's greedy tokens). Afterwards the cache is consistent: the same
 // prompts run again give the same tokens, and nothing is left in the cache once they are done.
@@ -39,7 +40,7 @@ private Q_SLOTS:
         for (const char* v : {"t5_v1_1", "bloom_4h"}) {
             for (FaultPoint p : {FaultPoint::OnToken, FaultPoint::OnFinish, FaultPoint::StatsListener,
                                  FaultPoint::DecodeStep, FaultPoint::Prefill, FaultPoint::CacheJoin,
-                                 FaultPoint::CacheLeave}) {
+                                 FaultPoint::CacheLeave, FaultPoint::Choose, FaultPoint::Accept}) {
                 const QByteArray tag = QByteArray(v) + " " + engine_detail::to_string(p);
                 QTest::newRow(tag.constData()) << QString(v) << static_cast<int>(p);
             }
@@ -105,6 +106,8 @@ private Q_SLOTS:
             const char* cause = point == FaultPoint::OnToken      ? "sink threw"
                                 : point == FaultPoint::DecodeStep ? "decoding failed"
                                 : point == FaultPoint::Prefill    ? "prefill failed"
+                                : point == FaultPoint::Choose     ? "choosing the next token failed"
+                                : point == FaultPoint::Accept     ? "taking the chosen token failed"
                                                                   : "joining the batch failed";
             QVERIFY2(f.error.find(cause) != std::string::npos, f.error.c_str());
             QVERIFY(f.token_ids.size() <= want.size());

@@ -11,4 +11,6 @@ set(LORASCOPE_FUZZ_TARGETS
   tokenize             # encode / decode / streaming detokenization, every tokenizer kind
   jsonl_request        # a JSON Lines request line with its params
   bench_workload       # the bench workload file
+  params               # the one parameter parser on deep and huge JSON (lorascope/params.h)
+  http_request         # serve's request path: raw bytes through its HTTP parser, routes and sessions
 )

@@ -12,7 +12,8 @@ Sources, all small and all from the repository or from the libraries that define
   - spiece.model files trained by SentencePiece (tests/oracle/spm_model_oracle.py's tiny, BPE and
     byte-fallback models);
   - tests/data/tokenizer_corpus.json texts for the tokenize target; request lines and workloads
-    as the README and the man page show them.
+    as the README and the man page show them; parameter objects and serve's HTTP requests as
+    lorax-client, OpenAI clients and curl send them.
 Crashers kept as regression inputs are added to the same directories by hand (crash-*), never by
 this script, which only (re)writes the seed-*  files.
 """
@@ -159,15 +160,50 @@ def cli_seeds():
         write("bench_workload", name, json.dumps(w, indent=1).encode())
 
 
+def serve_seeds():
+    """Parameter objects (deep and wide ones too), and HTTP requests as lorax-client and curl send
+    them to serve's routes, one and several per connection."""
+    params = [{"max_new_tokens": 4, "temperature": 0.7, "top_k": 5, "stop": ["\n", "END"], "seed": 3},
+              {"do_sample": True, "top_p": 0.9, "typical_p": 0.95, "min_p": 0.1, "repetition_penalty": 1.2},
+              {"num_beams": 3, "num_return_sequences": 2, "length_penalty": -1.5, "early_stopping": "never"},
+              {"temperature": 1e-39}, {"max_new_tokens": 9223372036854775807}, {"stop": [[["x"]]]}]
+    for i, p in enumerate(params):
+        write("params", f"params-{i}", json.dumps(p).encode())
+    write("params", "deep", b'{"stop": ' + b"[" * 70 + b"]" * 70 + b"}")
+
+    def post(path, body, extra=b""):
+        data = json.dumps(body).encode()
+        return (b"POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok\r\nContent-Type: application/json\r\n"
+                b"%sContent-Length: %d\r\n\r\n%s" % (path.encode(), extra, len(data), data))
+    lorax = {"inputs": "sort: b a", "parameters": {"max_new_tokens": 3, "details": True, "adapter_id": "upper"}}
+    requests = {
+        "generate": post("/generate", lorax),
+        "stream": post("/generate_stream", lorax),
+        "root": post("/", dict(lorax, stream=True)),
+        "openai": post("/v1/completions", {"model": "upper", "prompt": "sort: b a", "max_tokens": 3, "logprobs": 1,
+                                           "echo": True, "stream": True, "stop": "x"}),
+        "pipelined": post("/generate", lorax) + b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n" +
+                     b"GET /v1/models HTTP/1.1\r\nAuthorization: Bearer tok\r\n\r\n",
+        "chunked": (b"POST /generate HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                    b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in (b'{"inp', b'uts": "sort: b a"}', b""))),
+        "no-token": post("/generate", lorax).replace(b"Authorization: Bearer tok\r\n", b""),
+        "get-info": b"GET /info HTTP/1.1\r\nAuthorization: Bearer tok\r\n\r\nGET /metrics HTTP/1.0\r\nAuthorization: Bearer tok\r\n\r\n",
+        "bad-params": post("/generate", {"inputs": "x", "parameters": {"temperature": 1e-39, "max_new_tokens": 2**63 - 1}}),
+    }
+    for name, data in requests.items():
+        write("http_request", name, data)
+
+
 def main():
     for t in ("safetensors", "safetensors_index", "model_config", "adapter", "tokenizer_files", "spiece_model",
-              "tokenize", "jsonl_request", "bench_workload"):
+              "tokenize", "jsonl_request", "bench_workload", "params", "http_request"):
         out_dir.cache[t] = out_dir(t)
     safetensors_seeds()
     config_seeds()
     adapter_seeds()
     tokenizer_seeds()
     cli_seeds()
+    serve_seeds()
     total = sum(os.path.getsize(os.path.join(d, f)) for d in out_dir.cache.values() for f in os.listdir(d))
     print(f"seeds written under {os.path.join(HERE, 'corpus')}: {total} bytes")
 

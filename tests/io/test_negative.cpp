@@ -258,6 +258,30 @@ private Q_SLOTS:
         expect_error([&] { io::PeftAdapter::open(dir); }, ErrorKind::Unsupported,
                      {dir + "/adapter_config.json", "target_modules"}, "regex we cannot evaluate");
     }
+
+    // JSON nested 500,000 deep (1 MB) where a file holds a value the loader quotes in its error
+    // message: refused while parsing, before any recursive copy or dump could overflow the stack
+    // (before, a dump of such an adapter_config.json field was a SIGSEGV).
+    void deeply_nested_json_is_refused_while_parsing() {
+        const std::string deep = std::string(500000, '[') + std::string(500000, ']');
+        const auto F = ErrorKind::Format;
+        expect_file_error("deep.safetensors",
+                          safetensors_bytes(R"({"w": {"dtype": "F32", "shape": )" + deep + R"(, "data_offsets": [0, 8]}})", 8),
+                          F, {"nested deeper than 64"});
+        const std::string dir = tmp_.path().toStdString() + "/ad_deep";
+        write("ad_deep/adapter_config.json", R"({"peft_type": "LORA", "modules_to_save": )" + deep + "}");
+        expect_error([&] { io::PeftAdapter::open(dir); }, F, {dir + "/adapter_config.json", "nested deeper than 64"},
+                     "deep adapter_config.json");
+        const std::string model = tmp_.path().toStdString() + "/deep_model";
+        write("deep_model/config.json", R"({"model_type": "bloom", "n_layer": )" + deep + "}");
+        expect_error([&] { load_model_config(model); }, F, {model + "/config.json", "nested deeper than 64"},
+                     "deep config.json");
+        // 64 levels are still JSON this project reads.
+        const std::string ok = std::string(63, '[') + std::string(63, ']');
+        write("deep_ok/config.json", std::string(kBloomConfig).substr(0, std::string(kBloomConfig).size() - 1) +
+                                         R"(, "x": )" + ok + "}");
+        QCOMPARE(load_model_config(tmp_.path().toStdString() + "/deep_ok").family, Family::Bloom);
+    }
 };
 
 QTEST_APPLESS_MAIN(TestNegative)

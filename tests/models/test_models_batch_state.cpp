@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include "lorascope/error.h"
 #include "lorascope/runtime.h"
 #include "models/model.h"
 #include "oracle_records.h"
@@ -235,6 +236,25 @@ private Q_SLOTS:
         QCOMPARE(pool.reserved(), int64_t(0));
         for (int i = 0; i < 3; ++i) QVERIFY(pool.allocate() > 0);
         QVERIFY_THROWS_EXCEPTION(std::exception, pool.allocate());
+    }
+
+    // Reservations that are negative, overflow, or release more than was reserved are refused
+    // (release builds throw; debug builds assert) instead of being clamped into a count that
+    // admits nothing ever again (issue 26).
+    void reservations_refuse_negative_and_overflowing_counts() {
+#ifndef NDEBUG
+        QSKIP("debug builds stop at a malformed reservation (assert)");
+#endif
+        c10::InferenceMode guard;
+        models::KvPool pool(models::CacheShape{1, 1, 2}, 3, at::TensorOptions().dtype(at::kFloat), /*growable=*/true);
+        QVERIFY_THROWS_EXCEPTION(lorascope::Error, pool.try_reserve(-1));
+        QVERIFY(pool.try_reserve(2));
+        QVERIFY_THROWS_EXCEPTION(lorascope::Error, pool.try_reserve(INT64_MAX));
+        QVERIFY_THROWS_EXCEPTION(lorascope::Error, pool.unreserve(3));
+        QVERIFY_THROWS_EXCEPTION(lorascope::Error, pool.unreserve(-1));
+        QCOMPARE(pool.reserved(), int64_t(2));
+        pool.unreserve(2);
+        QCOMPARE(pool.reserved(), int64_t(0));
     }
 };
 

@@ -12,7 +12,7 @@
 
 #include "lorascope/config.h"
 #include "lorascope/params.h"
-#include "params/params_json.h"
+#include "lorascope/params_json.h"
 #include "test_env.h"
 
 namespace lorascope::test {
@@ -75,7 +75,7 @@ inline GenerationConfig generation_config_from(const nlohmann::json& gc) {
 }
 
 inline ResolvedGenerationParams resolved_from(const nlohmann::json& record) {
-    return resolve(sampling::generation_params_from_json(record["params"], record["name"].get<std::string>()),
+    return resolve(generation_params_from_json(record["params"], record["name"].get<std::string>()),
                    generation_config_from(record["generation_config"]));
 }
 

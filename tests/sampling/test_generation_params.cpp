@@ -2,6 +2,8 @@
 // generation_config.json with the precedence of transformers and length rules.
 #include <QtTest/QtTest>
 
+#include <tuple>
+
 #include "lorascope/error.h"
 #include "lorascope/params.h"
 
@@ -90,6 +92,20 @@ private Q_SLOTS:
         QTest::newRow("empty stop") << R"({"stop": [""]})" << "stop sequences must not be empty";
         QTest::newRow("not an object") << R"([1, 2])" << "params must be a JSON object";
         QTest::newRow("not JSON") << R"({"top_p": )" << "params are not valid JSON";
+        // Ranges where the sampler's float32 arithmetic stays finite (issue 26: 1e-39 made the
+        // logits infinite and failed every request of the batch).
+        QTest::newRow("tiny temperature") << R"({"temperature": 1e-39})" << "temperature must be in [0.0001, 10000]";
+        QTest::newRow("huge temperature") << R"({"temperature": 1e300})" << "temperature must be in [0.0001, 10000]";
+        QTest::newRow("tiny repetition_penalty") << R"({"repetition_penalty": 1e-300})" << "repetition_penalty must be in [0.0001, 10000]";
+        QTest::newRow("huge repetition_penalty") << R"({"repetition_penalty": 1e30})" << "repetition_penalty must be in [0.0001, 10000]";
+        QTest::newRow("huge length_penalty") << R"({"length_penalty": 400})" << "length_penalty must be in [-10, 10]";
+        QTest::newRow("too many stops") << R"({"stop": ["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]})"
+                                        << "stop holds 17 sequences; at most 16";
+        QTest::newRow("long stop") << (R"({"stop": [")" + QString(129, 'x') + R"("]})") << "a stop sequence of 129 bytes";
+        QTest::newRow("deep JSON") << (R"({"stop": )" + QString(65, '[') + QString(65, ']') + "}") << "nested deeper than 64";
+        QTest::newRow("big JSON") << (R"({"stop": [")" + QString(70000, 'x') + R"("]})") << "more than the 65536 allowed";
+        QTest::newRow("huge value quoted briefly") << (R"({"top_k": [)" + QString("1,").repeated(5000) + "1]}")
+                                                   << "must be an integer, got a list ([1,1,1,";
     }
     void rejectsWithMessagesNamingTheField() {
         QFETCH(QString, json);
@@ -97,6 +113,51 @@ private Q_SLOTS:
         const std::string message = invalid_argument_message([&] { parse_generation_params(json.toStdString(), "request r7"); });
         QVERIFY2(contains(message, expected.toStdString()), message.c_str());
         QVERIFY2(contains(message, "request r7: "), message.c_str());
+        QVERIFY2(message.size() < 400, message.c_str());   // a message never echoes a whole request
+    }
+
+    // The boundaries themselves are accepted; the same rules hold for parameters built in code.
+    void boundsAreInclusive() {
+        const GenerationParams p = parse_generation_params(
+            R"({"temperature": 0.0001, "repetition_penalty": 10000, "length_penalty": -10, "stop": [")" +
+            std::string(128, 'x') + R"("]})");
+        QCOMPARE(*p.temperature, 0.0001);
+        GenerationParams built;
+        built.temperature = 5e-5;
+        QVERIFY(contains(invalid_argument_message([&] { check_generation_params(built, "dialect"); }), "dialect: temperature"));
+        built.temperature = 0.0;   // greedy decoding ignores it
+        check_generation_params(built);
+    }
+
+    // A request's rows and lengths against the engine's limits, in checked arithmetic: the value
+    // that once wrapped the KV block count negative is refused with a message.
+    void requestBudget() {
+        RequestBudget budget;
+        budget.max_batch_tokens = 100;
+        budget.max_batch_size = 4;
+        check_request_budget(1, 60, 40, budget);
+        check_request_budget(2, 20, 30, budget);
+        const std::vector<std::tuple<int64_t, int64_t, int64_t, const char*>> refused = {
+            {1, 61, 40, "max_batch_tokens (100)"},
+            {1, 5, INT64_MAX, "max_batch_tokens (100)"},
+            {1, INT64_MAX, INT64_MAX, "max_batch_tokens (100)"},
+            {3, 20, 20, "times 3 rows"},
+            {5, 1, 1, "max_batch_size (4)"},
+            {INT64_MAX, 1, 1, "max_batch_size (4)"},
+            {1, -1, 5, "no negative length"},
+        };
+        for (const auto& [rows, prompt, max_new, needle] : refused) {
+            const std::string m = invalid_argument_message([&] { check_request_budget(rows, prompt, max_new, budget); });
+            QVERIFY2(contains(m, needle), m.c_str());
+        }
+        budget.max_batch_tokens = INT64_MAX;
+        budget.context_tokens = 1024;   // BART: encoder and decoder positions each
+        check_request_budget(1, 1024, 1023, budget);
+        QVERIFY(contains(invalid_argument_message([&] { check_request_budget(1, 1025, 1, budget); }), "1024 positions"));
+        QVERIFY(contains(invalid_argument_message([&] { check_request_budget(1, 1, 1024, budget); }), "decoder start"));
+        budget.encoder_decoder = false;
+        QVERIFY(contains(invalid_argument_message([&] { check_request_budget(1, 1000, 25, budget); }), "1024 positions"));
+        QVERIFY(contains(invalid_argument_message([&] { check_request_budget(1, 1000, INT64_MAX, budget); }), "1024 positions"));
     }
 
     void resolutionRejectsCombinations() {

@@ -212,6 +212,48 @@ private Q_SLOTS:
         auto choice = choose_next_tokens(at::randn({1, 10}), rows, std::vector<at::Generator>(1));
         QVERIFY(std::isnan(choice[0].logprob));
     }
+
+    // A sampling row whose scores are not a distribution (NaN, +inf) gets an error, not a token,
+    // and takes nothing from the others: their draws are what they draw without it (issue 26: one
+    // such row threw from multinomial and failed every request of its batch).
+    void aBrokenRowFailsAloneAndTheOthersDrawAsWithoutIt() {
+        const ResolvedGenerationParams params = resolved(R"({"do_sample": true, "top_k": 0})");
+        std::vector<int64_t> ids{1};
+        const at::Tensor good = at::randn({2, 50}, at::TensorOptions().dtype(at::kFloat));
+        auto run = [&](bool with_broken_rows) {
+            std::vector<at::Tensor> scores{good[0]};
+            if (with_broken_rows) {
+                scores.push_back(at::full({50}, std::nanf(""), at::kFloat));
+                scores.push_back(at::full({50}, INFINITY, at::kFloat));
+            }
+            scores.push_back(good[1]);
+            std::vector<LogitsRow> rows(scores.size(), LogitsRow{&params, &ids, 1});
+            std::vector<at::Generator> generators;
+            for (size_t r = 0; r < scores.size(); ++r) generators.push_back(make_request_generator(100 + (r == 0 ? 0 : 1)));
+            std::vector<int64_t> drawn;
+            for (int step = 0; step < 20; ++step) {
+                const auto choices = choose_next_tokens(at::stack(scores), rows, generators);
+                drawn.push_back(choices.front().error.empty() ? choices.front().token_id : -1);
+                drawn.push_back(choices.back().error.empty() ? choices.back().token_id : -1);
+                for (size_t r = 1; r + 1 < choices.size(); ++r) {
+                    const std::string& e = choices[r].error;   // one line, from multinomial's check
+                    const bool refused = e.find("probability tensor") != std::string::npos && e.find('\n') == std::string::npos;
+                    drawn.push_back(refused ? -2 : choices[r].token_id);
+                }
+            }
+            return drawn;
+        };
+        const std::vector<int64_t> with = run(true), without = run(false);
+        std::vector<int64_t> good_rows_of_with;
+        for (size_t i = 0; i < with.size(); i += 4) {
+            good_rows_of_with.push_back(with[i]);
+            good_rows_of_with.push_back(with[i + 1]);
+            QCOMPARE(with[i + 2], int64_t(-2));   // both broken rows refused, every step
+            QCOMPARE(with[i + 3], int64_t(-2));
+        }
+        QCOMPARE(good_rows_of_with, without);
+        QVERIFY(std::find(without.begin(), without.end(), -1) == without.end());
+    }
 };
 
 QTEST_APPLESS_MAIN(TestNextTokenChooser)

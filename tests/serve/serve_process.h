@@ -54,6 +54,28 @@ inline std::map<std::string, nlohmann::json> run_generate(const std::vector<nloh
     return out;
 }
 
+struct PyResult {
+    int exit_code = -1;
+    std::string out, err;
+};
+
+// Runs `script` with the oracle venv's Python (LORASCOPE_ORACLE_PYTHON) and waits for it.
+inline PyResult run_python(const std::string& script, const QStringList& args, int timeout_ms = 300000) {
+    QProcess p;
+    p.start(q(env_path("LORASCOPE_ORACLE_PYTHON")), QStringList{q(script)} + args);
+    PyResult r;
+    if (!p.waitForFinished(timeout_ms)) {
+        p.kill();
+        p.waitForFinished(5000);
+        r.err = "timed out; stderr: " + p.readAllStandardError().toStdString();
+        return r;
+    }
+    r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = p.readAllStandardOutput().toStdString();
+    r.err = p.readAllStandardError().toStdString();
+    return r;
+}
+
 // A `lorascope-cli serve` child process on a free loopback port.
 struct Server {
     QProcess process;

@@ -33,25 +33,10 @@ std::string client_script() { return lorascope::test::env_path("LORASCOPE_SERVE_
 constexpr int64_t kMaxConnections = 16;
 constexpr int64_t kMaxBody = 65536;
 
-struct PyResult {
-    int exit_code = -1;
-    std::string out, err;
-};
+using lorascope::test::PyResult;
 
 PyResult run_client(const QStringList& args, int timeout_ms = 300000) {
-    QProcess p;
-    p.start(q(python()), QStringList{q(client_script())} + args);
-    PyResult r;
-    if (!p.waitForFinished(timeout_ms)) {
-        p.kill();
-        p.waitForFinished(5000);
-        r.err = "timed out; stderr: " + p.readAllStandardError().toStdString();
-        return r;
-    }
-    r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = p.readAllStandardOutput().toStdString();
-    r.err = p.readAllStandardError().toStdString();
-    return r;
+    return lorascope::test::run_python(client_script(), args, timeout_ms);
 }
 
 

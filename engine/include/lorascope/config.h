@@ -86,6 +86,9 @@ struct ModelConfig {
     const BartConfig& bart() const { return std::get<BartConfig>(arch); }
     const BloomConfig& bloom() const { return std::get<BloomConfig>(arch); }
     int64_t vocab_size() const;
+    // Positions the model has learned embeddings for (BART's max_position_embeddings), for the
+    // encoder and the decoder each; none when its positions are relative (T5, BLOOM's ALiBi).
+    std::optional<int64_t> context_tokens() const;
 };
 
 // generation_config.json, with Hugging Face's GenerationConfig defaults for absent keys.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lorascope/config.h"
+#include "lorascope/json_input.h"
 
 namespace lorascope {
 
@@ -56,11 +57,39 @@ struct GenerationParams {
 inline constexpr int64_t kMaxTopAlternatives = 20;
 inline constexpr int64_t kMaxBestOf = 16;
 
-// Parses a JSON object such as the CLI's "params". Unknown fields, values of the wrong type and
-// out-of-range values are ErrorKind::InvalidArgument naming the field; `source` (e.g. "request 7")
-// becomes the error's path.
+// Bounds every door applies to one request's parameters (the CLI's JSON Lines, `serve`'s routes,
+// the window), so that whatever a client sends the engine's arithmetic stays finite and its work
+// per token bounded. Ranges that do not depend on a limit here are fixed (see check_generation_params).
+struct ParamLimits {
+    JsonLimits json{64, 64 * 1024};   // the params object's text: nesting depth and bytes
+    // Stop strings are matched against the tail of the decoded text at every token, in time
+    // count x longest^2 (sampling/stopping.cpp's hold-back scan): 16 of 128 bytes cost ~260k byte
+    // comparisons per token at worst. LoRAX allows 4 by default.
+    int64_t max_stop_sequences = 16;
+    int64_t max_stop_bytes = 128;     // per stop string
+};
+
+// Parses a JSON object such as the CLI's "params", bounded by `limits` while parsing (depth and
+// size, lorascope/json_input.h) and checked by check_generation_params. Unknown fields, values of
+// the wrong type and out-of-range values are ErrorKind::InvalidArgument naming the field; `source`
+// (e.g. "request 7") becomes the error's path.
 GenerationParams parse_generation_params(const std::string& json_object_text,
-                                         const std::string& source = "params");
+                                         const std::string& source = "params", const ParamLimits& limits = {});
+
+// The value rules of parse_generation_params for parameters built another way (a dialect of
+// another server mapped onto these fields): every field in the range where the sampler's
+// arithmetic stays finite, stop strings bounded in count and bytes. Throws
+// Error(InvalidArgument, source, ...) naming the field and its allowed range.
+//   temperature        0 (greedy only) or [1e-4, 1e4]: float32 logits divided by it stay finite up
+//                      to |logit| 3.4e34 (1e-39 made them +-inf and multinomial threw, failing the
+//                      whole batch), and its float cast stays finite (-inf / inf is NaN)
+//   repetition_penalty [1e-4, 1e4]: the same for a logit multiplied or divided by it
+//   length_penalty     [-10, 10]: a beam's length ** length_penalty stays within double's range
+//   top_p, typical_p   (0, 1];  min_p [0, 1];  top_k, no_repeat_ngram_size, min_new_tokens >= 0
+//   max_new_tokens, num_beams, num_return_sequences >= 1 (their upper bounds depend on the engine:
+//                      check_request_budget)
+void check_generation_params(const GenerationParams& params, const std::string& source = "params",
+                             const ParamLimits& limits = {});
 
 // Everything the sampler, the stopping criteria and beam search need, fully specified.
 struct ResolvedGenerationParams {
@@ -113,5 +142,23 @@ struct ResolvedGenerationParams {
 // Error(InvalidArgument, source, ...) with a message naming the parameter and the allowed range.
 ResolvedGenerationParams resolve(const GenerationParams& params, const GenerationConfig& config,
                                  const std::string& source = "params");
+
+// What one request may occupy in the engine: its batch rows times its positions (prompt and new
+// tokens), the cost admission charges (batching/admission.h), within the engine's limits and the
+// model's learned positions. Every door checks a request against it before the engine takes it
+// (the engine itself does, at submit), so that a request that could never run is refused at once
+// and no size overflows: 9223372036854775807 new tokens once made the KV block count negative and
+// stopped admission for good (issue 26).
+struct RequestBudget {
+    int64_t max_batch_tokens = 16384;       // EngineOptions::max_batch_tokens
+    int64_t max_batch_size = 32;            // EngineOptions::max_batch_size (rows: beams, samples)
+    std::optional<int64_t> context_tokens;  // ModelConfig::context_tokens(); none: no learned positions
+    bool encoder_decoder = true;            // context bounds the prompt and the decoder separately
+};
+
+// Throws Error(InvalidArgument, source, ...) saying which limit `rows` rows of `prompt_tokens` +
+// `max_new_tokens` positions exceed, in checked arithmetic (no sum or product may overflow).
+void check_request_budget(int64_t rows, int64_t prompt_tokens, int64_t max_new_tokens, const RequestBudget& budget,
+                          const std::string& source = "params");
 
 }  // namespace lorascope

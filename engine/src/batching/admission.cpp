@@ -1,6 +1,9 @@
 #include "batching/admission.h"
 
 #include <algorithm>
+#include <cassert>
+
+#include "util/checked_math.h"
 
 namespace lorascope::batching {
 
@@ -10,6 +13,18 @@ BatchShape BatchShape::with(const Demand& d) const {
     s.max_prompt_tokens = std::max(s.max_prompt_tokens, d.prompt_tokens);
     s.max_new_tokens = std::max(s.max_new_tokens, d.max_new_tokens);
     return s;
+}
+
+int64_t BatchShape::cost() const {
+    const auto positions = util::checked_add(max_prompt_tokens, max_new_tokens);
+    const auto total = positions ? util::checked_mul(rows, *positions) : std::nullopt;
+    return total ? *total : INT64_MAX;
+}
+
+bool malformed(const Demand& d) {
+    const bool bad = d.rows < 1 || d.prompt_tokens < 0 || d.max_new_tokens < 0 || d.kv_blocks < 0;
+    assert(!bad && "a malformed admission demand: the engine's budget check let it through");
+    return bad;
 }
 
 bool never_fits(const Demand& d, const Limits& limits) {
@@ -29,13 +44,13 @@ AdmissionResult admit(std::deque<Demand>& queue, const BatchShape& running, cons
     std::deque<Demand> kept;
     bool blocked = false;  // a starved request holds everything behind it
     for (auto& d : queue) {
-        if (never_fits(d, limits)) {
+        if (malformed(d) || never_fits(d, limits)) {
             result.rejected.push_back(d.id);
             continue;
         }
         if (!blocked) {
             const BatchShape grown = shape.with(d);
-            if (fits(grown, limits) && d.kv_blocks <= kv_free) {
+            if (fits(grown, limits) && d.kv_blocks <= kv_free) {   // both non-negative: no overflow
                 shape = grown;
                 kv_free -= d.kv_blocks;
                 result.admitted.push_back(d.id);

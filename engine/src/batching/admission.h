@@ -4,8 +4,8 @@
 // padding included, so that is what the token budget is charged. Admission is first come, first
 // served; a request that does not fit *now* is passed over for at most `max_skips` steps (later,
 // smaller requests may go ahead of it), after which nothing behind it is admitted until it fits.
-// A request that could never fit (alone it exceeds the budget, the row limit or the whole KV cache)
-// is rejected. The KV cache is charged what each request may occupy at most (its blocks are
+// A request that could never fit (alone it exceeds the budget, the row limit or the whole KV cache),
+// or whose demand is malformed, is rejected. The KV cache is charged what each request may occupy at most (its blocks are
 // reserved at admission), so a running batch never runs out of cache.
 #pragma once
 
@@ -31,7 +31,8 @@ struct BatchShape {
     int64_t max_prompt_tokens = 0;
     int64_t max_new_tokens = 0;
 
-    int64_t cost() const { return rows * (max_prompt_tokens + max_new_tokens); }
+    // Saturates at INT64_MAX instead of wrapping: a cost past any budget never fits.
+    int64_t cost() const;
     BatchShape with(const Demand& d) const;
 };
 
@@ -53,5 +54,11 @@ AdmissionResult admit(std::deque<Demand>& queue, const BatchShape& running, cons
 
 // True when `d` alone can never be admitted under `limits`.
 bool never_fits(const Demand& d, const Limits& limits);
+
+// A demand with a negative field (rows < 1, negative lengths or blocks). The engine checks every
+// request's budget at submit (check_request_budget), so this is a bug upstream: debug builds stop
+// at it (assert), release builds reject that request with an error, rather than let a negative
+// cost admit it or a negative reservation corrupt the KV accounting for every later request.
+bool malformed(const Demand& d);
 
 }  // namespace lorascope::batching

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "lorascope/error.h"
+#include "lorascope/json_input.h"
 #include "lorascope/params.h"
 
 namespace lorascope {
@@ -143,13 +144,7 @@ Workload parse_document(const json& d, const std::string& path) {
     return w;
 }
 
-json parse_json(const std::string& text, const std::string& path) {
-    try {
-        return json::parse(text);
-    } catch (const json::exception& e) {
-        throw Error(ErrorKind::Format, path, std::string("malformed JSON: ") + e.what());
-    }
-}
+json parse_json(const std::string& text, const std::string& path) { return parse_json_input(text, path); }
 
 std::string read_text(const std::string& path, const char* what) {
     std::ifstream in(path);

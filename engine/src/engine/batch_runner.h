@@ -70,6 +70,8 @@ private:
     void decode(StepStats& stats);
     void decode_range(const StepBatch& batch, size_t first, size_t last);
     void choose_and_emit(const at::Tensor& logits, const StepBatch& batch, size_t first, size_t last);
+    void choose_singles(const at::Tensor& logits, const std::vector<int64_t>& rows,
+                        const std::vector<LiveRequest*>& requests);
     void retire(LiveRequest& request);
 
     const models::Model& model_;

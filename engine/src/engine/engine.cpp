@@ -76,6 +76,8 @@ public:
         : options_(options),
           model_(std::move(model)),
           tokenizer_(std::move(tokenizer)),
+          budget_{options.max_batch_tokens, options.max_batch_size, model_->config().context_tokens(),
+                  model_->is_encoder_decoder()},
           registry_(*model_, options.adapter_memory_budget),
           pool_(model_->make_pool(kv_cache_blocks(options, *model_), /*growable=*/false)),
           scheduler_(*model_, registry_, *pool_, options_),
@@ -101,7 +103,7 @@ public:
         live->client_id = request.client_id;
         engine_detail::Submission submission;
         try {
-            live->prepare(request, *model_, tokenizer_.get());
+            live->prepare(request, *model_, tokenizer_.get(), budget_);
             if (request.merge) {
                 if (!request.adapter.empty())
                     throw Error(ErrorKind::InvalidArgument, "request " + request.client_id,
@@ -156,6 +158,7 @@ private:
     EngineOptions options_;
     std::unique_ptr<models::Model> model_;
     std::unique_ptr<Tokenizer> tokenizer_;
+    RequestBudget budget_;                 // what one request may occupy (checked at submit)
     adapters::AdapterRegistry registry_;   // declared before the requests, whose leases it must outlive
     std::shared_ptr<models::KvPool> pool_;
     engine_detail::Mailbox mailbox_;

@@ -23,6 +23,8 @@ const char* to_string(FaultPoint point) {
         case FaultPoint::CacheJoin: return "cache join";
         case FaultPoint::CacheLeave: return "cache leave";
         case FaultPoint::AdapterAcquire: return "adapter acquire";
+        case FaultPoint::Choose: return "choose";
+        case FaultPoint::Accept: return "accept";
     }
     return "?";
 }

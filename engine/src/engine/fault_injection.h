@@ -19,6 +19,8 @@ enum class FaultPoint {
     CacheJoin,       // these newcomers' rows joining the running batch
     CacheLeave,      // these finished requests' rows leaving it
     AdapterAcquire,  // pinning (or reloading) this request's adapter at admission
+    Choose,          // processing these requests' scores and choosing their next tokens
+    Accept,          // this request taking its chosen token: detokenizing, stop strings, length
 };
 
 const char* to_string(FaultPoint point);

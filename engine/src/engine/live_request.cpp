@@ -10,6 +10,7 @@
 #include "models/model.h"
 #include "tokenizer/truncation.h"
 #include "tokenizer/unicode.h"
+#include "util/checked_math.h"
 
 namespace lorascope::engine_detail {
 
@@ -71,7 +72,8 @@ std::vector<int64_t> target_of(const Request& request, const ResolvedGenerationP
 
 }  // namespace
 
-void LiveRequest::prepare(const Request& request, const models::Model& model, const Tokenizer* tokenizer) {
+void LiveRequest::prepare(const Request& request, const models::Model& model, const Tokenizer* tokenizer,
+                          const RequestBudget& budget) {
     const std::string source = "request " + (client_id.empty() ? std::to_string(id) : client_id);
     params = resolve(request.params, model.generation_config(), source);
     adapter_name = request.adapter;  // checked against the engine's adapter registry by the engine
@@ -102,6 +104,10 @@ void LiveRequest::prepare(const Request& request, const models::Model& model, co
     }
     input_ids_length = static_cast<int64_t>(input_ids.size());
     max_new_tokens = params.max_new_tokens_for(input_ids_length);
+    // Before anything is sized by them: rows and lengths within the engine's limits, so that no
+    // count below (beams, KV blocks, admission's cost) can overflow.
+    const int64_t rows = params.num_beams > 1 ? params.num_beams : std::max(params.num_return_sequences, params.best_of);
+    check_request_budget(rows, static_cast<int64_t>(prompt_ids.size()), max_new_tokens, budget, source);
 
     if (params.num_beams > 1) {
         beams = std::make_unique<sampling::BeamSearch>(params, input_ids_length, input_ids_length + max_new_tokens);
@@ -125,12 +131,27 @@ void LiveRequest::prepare(const Request& request, const models::Model& model, co
         for (int64_t t : input_ids) stopping->add_context(token_piece(tokenizer, t));
 }
 
+// prepare() bounded rows x (prompt + new tokens) by max_batch_tokens, so none of this can overflow;
+// it is computed in checked arithmetic all the same, and an overflow asks admission for an
+// impossible number of blocks (the request is rejected) rather than a wrapped one.
 int64_t LiveRequest::kv_blocks_needed(bool encoder_decoder) const {
     const int64_t bs = models::KvPool::kBlockSize;
-    auto blocks = [&](int64_t positions) { return (positions + bs - 1) / bs; };
     const int64_t prompt = static_cast<int64_t>(prompt_ids.size());
-    if (encoder_decoder) return rows() * blocks(max_new_tokens + 1) + blocks(prompt);
-    return rows() * blocks(prompt + max_new_tokens);
+    auto blocks = [&](std::optional<int64_t> positions) -> std::optional<int64_t> {
+        if (!positions || *positions < 0) return std::nullopt;
+        return util::ceil_div(*positions, bs);
+    };
+    std::optional<int64_t> total;
+    if (encoder_decoder) {
+        const auto decoder = blocks(util::checked_add(max_new_tokens, 1));
+        const auto per_rows = decoder ? util::checked_mul(rows(), *decoder) : std::nullopt;
+        const auto encoder = blocks(prompt);
+        total = per_rows && encoder ? util::checked_add(*per_rows, *encoder) : std::nullopt;
+    } else {
+        const auto self = blocks(util::checked_add(prompt, max_new_tokens));
+        total = self ? util::checked_mul(rows(), *self) : std::nullopt;
+    }
+    return total ? *total : INT64_MAX;
 }
 
 batching::Demand LiveRequest::demand() const {
@@ -199,7 +220,7 @@ std::vector<int64_t> LiveRequest::beam_step(const at::Tensor& logits, const Toke
         }
         // Stream the winner now; accept() applies eos/length exactly as for other requests.
         for (size_t i = static_cast<size_t>(input_ids_length); i < best.ids.size() && !finished; ++i)
-            accept(sampling::TokenChoice{best.ids[i], std::numeric_limits<float>::quiet_NaN()}, tokenizer);
+            accept(sampling::TokenChoice{best.ids[i], std::numeric_limits<float>::quiet_NaN(), {}}, tokenizer);
         if (!finished) finish(FinishReason::Length);
     }
     return step.source;
@@ -211,6 +232,8 @@ std::vector<int64_t> LiveRequest::sample_rows_step(const at::Tensor& logits, con
     append_logits_rows(rows);
     sampling::process_logits(scores, rows);
     const auto choices = sampling::choose_next_tokens(scores, rows, std::vector<at::Generator>(rows.size(), generator));
+    for (const auto& c : choices)
+        if (!c.error.empty()) throw Error(ErrorKind::InvalidArgument, c.error);
     const auto row_alternatives = sampling::top_alternatives(scores, rows);
     if (first_token.time_since_epoch().count() == 0) first_token = Clock::now();
 
@@ -281,7 +304,7 @@ void LiveRequest::finish_sampled_rows(const Tokenizer* tokenizer) {
     const std::vector<int64_t> first = returned.front().token_ids;
     const std::vector<float> first_logprobs = sample_row_logprobs[best];
     for (size_t i = 0; i < first.size() && !finished; ++i)
-        accept(sampling::TokenChoice{first[i], first_logprobs[i]}, tokenizer,
+        accept(sampling::TokenChoice{first[i], first_logprobs[i], {}}, tokenizer,
                sample_row_alternatives.empty() ? nullptr : &sample_row_alternatives[best][i]);
     if (!finished) finish(FinishReason::Length);
 }

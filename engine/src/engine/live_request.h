@@ -95,7 +95,9 @@ struct LiveRequest {
 
     // Tokenizes and validates; throws lorascope::Error with a message for the client. Runs on the
     // submitting thread: the model and tokenizer are immutable.
-    void prepare(const Request& request, const models::Model& model, const Tokenizer* tokenizer);
+    // `budget` bounds its rows and lengths (check_request_budget) before anything is sized by them.
+    void prepare(const Request& request, const models::Model& model, const Tokenizer* tokenizer,
+                 const RequestBudget& budget);
 
     batching::Demand demand() const;
     // KV-cache blocks this request may occupy at most: its rows' self-attention positions (prompt

@@ -10,14 +10,9 @@ namespace lorascope::engine_detail {
 
 RequestScheduler::RequestScheduler(const models::Model& model, adapters::AdapterRegistry& registry,
                                    models::KvPool& pool, const EngineOptions& options)
-    : model_(model), registry_(registry), pool_(pool) {
+    : model_(model), registry_(registry), pool_(pool), loader_(registry) {
     limits_.max_batch_size = options.max_batch_size;
     limits_.max_batch_tokens = options.max_batch_tokens;
-}
-
-RequestScheduler::~RequestScheduler() {
-    for (auto& t : loaders_)
-        if (t.joinable()) t.join();
 }
 
 void RequestScheduler::cancel(const std::function<bool(RequestId)>& wanted) {
@@ -52,19 +47,7 @@ void RequestScheduler::start_reloads() {
         loading.insert(r->adapter_name);
         auto load = std::make_shared<AdapterLoad>();
         r->adapter_load = load;
-        loaders_.emplace_back([this, load, name = r->adapter_name] {
-            adapters::AdapterLease lease;
-            std::string error;
-            try {
-                lease = registry_.acquire(name);
-            } catch (const std::exception& e) {
-                error = e.what();
-            }
-            std::lock_guard<std::mutex> lock(load->mutex);
-            load->lease = std::move(lease);
-            load->error = std::move(error);
-            load->done = true;
-        });
+        loader_.start(std::move(load), r->adapter_name);
     }
 }
 
@@ -91,6 +74,7 @@ bool RequestScheduler::pin_adapter(LiveRequest& r) {
 std::string RequestScheduler::rejection(const LiveRequest& r) const {
     auto d = r.demand();
     d.kv_blocks = r.kv_blocks_needed(model_.is_encoder_decoder());
+    if (batching::malformed(d)) return "internal: a malformed admission demand (negative size)";
     if (d.rows > limits_.max_batch_size)
         return "request needs " + std::to_string(d.rows) +
                " batch rows (num_beams, or num_return_sequences when sampling), more than the engine's max_batch_size (" +
@@ -143,11 +127,19 @@ std::vector<std::unique_ptr<LiveRequest>> RequestScheduler::admit(const batching
         std::unique_ptr<LiveRequest> live = std::move(*it);
         it = waiting_.erase(it);
         if (!pin_adapter(*live)) continue;
-        live->kv_blocks = live->kv_blocks_needed(model_.is_encoder_decoder());
-        if (!pool_.try_reserve(live->kv_blocks)) {  // admit() counted the same blocks: cannot happen
+        const int64_t blocks = live->kv_blocks_needed(model_.is_encoder_decoder());
+        bool reserved = false;
+        try {
+            reserved = pool_.try_reserve(blocks);
+        } catch (const std::exception& e) {   // malformed: refused in release builds (kv_pool.h)
+            live->finish(FinishReason::Error, std::string("internal: ") + e.what());
+            continue;
+        }
+        if (!reserved) {  // admit() counted the same blocks: cannot happen
             live->finish(FinishReason::Error, "internal: the KV cache could not reserve what admission granted");
             continue;
         }
+        live->kv_blocks = blocks;
         live->admitted = now;
         admitted.push_back(std::move(live));
     }

@@ -8,10 +8,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "adapters/adapter_registry.h"
+#include "engine/adapter_loader.h"
 #include "engine/live_request.h"
 #include "lorascope/engine.h"
 #include "models/kv_pool.h"
@@ -19,19 +19,10 @@
 
 namespace lorascope::engine_detail {
 
-// A reload of an evicted adapter running on a thread of its own.
-struct AdapterLoad {
-    std::mutex mutex;
-    bool done = false;
-    adapters::AdapterLease lease;
-    std::string error;
-};
-
 class RequestScheduler {
 public:
     RequestScheduler(const models::Model& model, adapters::AdapterRegistry& registry, models::KvPool& pool,
                      const EngineOptions& options);
-    ~RequestScheduler();   // waits for reloads in flight (they use the registry)
 
     void enqueue(std::unique_ptr<LiveRequest> request) { waiting_.push_back(std::move(request)); }
     bool empty() const { return waiting_.empty(); }
@@ -55,7 +46,7 @@ private:
     models::KvPool& pool_;
     batching::Limits limits_;
     std::deque<std::unique_ptr<LiveRequest>> waiting_;
-    std::vector<std::thread> loaders_;
+    AdapterLoader loader_;   // evicted adapters' reloads, off the engine thread
 };
 
 }  // namespace lorascope::engine_detail

@@ -208,6 +208,12 @@ int64_t ModelConfig::vocab_size() const {
     return 0;
 }
 
+std::optional<int64_t> ModelConfig::context_tokens() const {
+    // T5's relative position buckets and BLOOM's ALiBi have no table to run out of.
+    if (family == Family::Bart) return bart().max_position_embeddings;
+    return std::nullopt;
+}
+
 ModelConfig parse_model_config(const std::string& json_text, const std::string& path) {
     const Json root = json::parse(json_text, path);
     ObjectReader r(root, path);

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "lorascope/error.h"
+#include "lorascope/json_input.h"
 #include "util/json_read.h"
 
 namespace lorascope {
@@ -115,7 +116,7 @@ AdapterConfig parse_adapter_config(const std::string& json_text, const std::stri
     if (r.get_bool("use_dora", false))
         unsupported("DoRA adapters (use_dora: true) are not supported yet");
     if (const Json* mts = r.find("modules_to_save"); mts && !(mts->is_array() && mts->empty()))
-        unsupported("modules_to_save " + mts->dump() +
+        unsupported("modules_to_save " + json_excerpt(*mts) +
                     " is not supported yet: the adapter replaces whole modules, not only LoRA weights");
     if (c.bias != "none")
         unsupported("bias '" + c.bias + "' (trained biases) is not supported yet; only \"none\"");
@@ -143,7 +144,8 @@ AdapterConfig parse_adapter_config(const std::string& json_text, const std::stri
     }
 
     // nlohmann's default object is sorted; the file order is what PEFT iterates. Re-read the
-    // two pattern maps with an order-preserving parser.
+    // two pattern maps with an order-preserving parser (`root` parsed the same text within the
+    // depth limit, so this parse is bounded too).
     const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(json_text);
     auto read_pattern = [&](const char* field, auto& out, bool integer) {
         auto it = ordered.find(field);

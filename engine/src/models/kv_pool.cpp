@@ -1,10 +1,12 @@
 #include "models/kv_pool.h"
 
 #include <algorithm>
+#include <cassert>
 #include <limits>
 #include <unordered_map>
 
 #include "lorascope/error.h"
+#include "util/checked_math.h"
 
 namespace lorascope::models {
 
@@ -93,13 +95,26 @@ void KvPool::grow() {
     for (int64_t b = grown; b > old; --b) free_.insert(free_.begin(), static_cast<int32_t>(b));
 }
 
+// A negative or overflowing reservation is a bug upstream (admission refuses malformed demands):
+// debug builds stop at it, release builds refuse it with an error. Clamping, as before, hid a
+// negative reservation that then admitted nothing for good (issue 26).
 bool KvPool::try_reserve(int64_t blocks) {
-    if (!growable_ && reserved_ + blocks > capacity_) return false;
-    reserved_ += blocks;
+    const auto total = util::checked_add(reserved_, blocks);
+    assert(blocks >= 0 && total && "a negative or overflowing KV reservation");
+    if (blocks < 0 || !total)
+        throw Error(ErrorKind::Internal, "KV cache accounting: cannot reserve " + std::to_string(blocks) + " blocks");
+    if (!growable_ && *total > capacity_) return false;
+    reserved_ = *total;
     return true;
 }
 
-void KvPool::unreserve(int64_t blocks) { reserved_ = std::max<int64_t>(0, reserved_ - blocks); }
+void KvPool::unreserve(int64_t blocks) {
+    assert(blocks >= 0 && blocks <= reserved_ && "a KV release of blocks that were not reserved");
+    if (blocks < 0 || blocks > reserved_)
+        throw Error(ErrorKind::Internal, "KV cache accounting: cannot release " + std::to_string(blocks) + " blocks of " +
+                                             std::to_string(reserved_) + " reserved");
+    reserved_ -= blocks;
+}
 
 int32_t KvPool::allocate() {
     if (free_.empty()) {

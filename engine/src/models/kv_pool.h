@@ -49,6 +49,8 @@ public:
 
     // Admission's accounting: blocks promised to admitted requests. try_reserve fails rather than
     // over-commit; allocations stay within what was reserved, so a running step never runs out.
+    // A negative count, an overflow or a release of more than is reserved asserts in debug builds
+    // and throws Error(Internal) in release builds.
     bool try_reserve(int64_t blocks);
     void unreserve(int64_t blocks);
     int64_t reserved() const { return reserved_; }

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "lorascope/error.h"
-#include "params/params_json.h"
+#include "lorascope/params_json.h"
 
 namespace lorascope {
 
@@ -44,13 +44,13 @@ const char* json_type_name(const Json& value) {
 [[noreturn]] void wrong_type(const std::string& source, const std::string& field, const char* expected,
                              const Json& value) {
     reject(source, "parameter '" + field + "' must be " + expected + ", got " + json_type_name(value) +
-                       " (" + value.dump() + ")");
+                       " (" + json_excerpt(value) + ")");
 }
 
 int64_t read_int(const std::string& source, const std::string& field, const Json& value) {
     if (value.is_number_unsigned()) {
         if (value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-            reject(source, "parameter '" + field + "' is too large (" + value.dump() + ")");
+            reject(source, "parameter '" + field + "' is too large (" + json_excerpt(value) + ")");
         return static_cast<int64_t>(value.get<uint64_t>());
     }
     if (value.is_number_integer()) return value.get<int64_t>();
@@ -71,11 +71,21 @@ bool read_bool(const std::string& source, const std::string& field, const Json& 
 
 // Range checks shared by parsing (explicit values) and resolution (merged values), so that a
 // bad value reads the same whether it came from the request or from generation_config.json.
+// The bounds and why: lorascope/params.h, check_generation_params.
+constexpr double kMinTemperature = 1e-4, kMaxTemperature = 1e4;
+constexpr double kMinPenalty = 1e-4, kMaxPenalty = 1e4;
+constexpr double kMaxLengthPenalty = 10;
+
 void check_ranges(const GenerationParams& p, const std::string& source) {
     auto at_least = [&](const char* field, const std::optional<int64_t>& v, int64_t low) {
         if (v && *v < low)
             reject(source, std::string(field) + " must be " + (low == 0 ? "0 or more" : "at least " + std::to_string(low)) +
                                ", got " + std::to_string(*v));
+    };
+    auto within = [&](const char* field, const std::optional<double>& v, double low, double high, const char* note) {
+        if (v && !(*v >= low && *v <= high))
+            reject(source, std::string(field) + " must be in [" + format_number(low) + ", " + format_number(high) + "]" +
+                               note + ", got " + format_number(*v));
     };
     at_least("max_new_tokens", p.max_new_tokens, 1);
     at_least("min_new_tokens", p.min_new_tokens, 0);
@@ -93,6 +103,9 @@ void check_ranges(const GenerationParams& p, const std::string& source) {
         reject(source, "best_of must be at most " + std::to_string(kMaxBestOf) + ", got " + std::to_string(*p.best_of));
     if (p.temperature && *p.temperature < 0)
         reject(source, "temperature must be greater than 0, got " + format_number(*p.temperature));
+    if (p.temperature && *p.temperature != 0)
+        within("temperature", p.temperature, kMinTemperature, kMaxTemperature,
+               " (or 0 for greedy decoding: beyond it the scaled logits overflow float32)");
     if (p.top_p && !(*p.top_p > 0 && *p.top_p <= 1))
         reject(source, "top_p must be in (0, 1] (1 disables it), got " + format_number(*p.top_p));
     if (p.typical_p && !(*p.typical_p > 0 && *p.typical_p <= 1))
@@ -102,9 +115,21 @@ void check_ranges(const GenerationParams& p, const std::string& source) {
     if (p.repetition_penalty && !(*p.repetition_penalty > 0))
         reject(source, "repetition_penalty must be greater than 0 (1 disables it), got " +
                            format_number(*p.repetition_penalty));
-    if (p.stop)
-        for (const std::string& s : *p.stop)
-            if (s.empty()) reject(source, "stop sequences must not be empty strings");
+    within("repetition_penalty", p.repetition_penalty, kMinPenalty, kMaxPenalty, " (1 disables it)");
+    within("length_penalty", p.length_penalty, -kMaxLengthPenalty, kMaxLengthPenalty, "");
+}
+
+void check_stops(const GenerationParams& p, const std::string& source, const ParamLimits& limits) {
+    if (!p.stop) return;
+    if (static_cast<int64_t>(p.stop->size()) > limits.max_stop_sequences)
+        reject(source, "stop holds " + std::to_string(p.stop->size()) + " sequences; at most " +
+                           std::to_string(limits.max_stop_sequences) + " are allowed");
+    for (const std::string& s : *p.stop) {
+        if (s.empty()) reject(source, "stop sequences must not be empty strings");
+        if (static_cast<int64_t>(s.size()) > limits.max_stop_bytes)
+            reject(source, "a stop sequence of " + std::to_string(s.size()) + " bytes is longer than the " +
+                               std::to_string(limits.max_stop_bytes) + " allowed");
+    }
 }
 
 // What issue 32's parameters cannot be combined with (after merging, so that generation_config.json's
@@ -125,9 +150,12 @@ void check_inspection(const ResolvedGenerationParams& r, const std::string& sour
 
 }  // namespace
 
-namespace sampling {
+void check_generation_params(const GenerationParams& params, const std::string& source, const ParamLimits& limits) {
+    check_ranges(params, source);
+    check_stops(params, source, limits);
+}
 
-GenerationParams generation_params_from_json(const Json& object, const std::string& source) {
+GenerationParams generation_params_from_json(const Json& object, const std::string& source, const ParamLimits& limits) {
     if (!object.is_object()) reject(source, std::string("params must be a JSON object, got ") + json_type_name(object));
     GenerationParams p;
     for (auto it = object.begin(); it != object.end(); ++it) {
@@ -165,7 +193,7 @@ GenerationParams generation_params_from_json(const Json& object, const std::stri
         } else if (key == "seed") {
             if (!v.is_number_integer()) wrong_type(source, key, "an integer", v);
             if (!v.is_number_unsigned() && v.get<int64_t>() < 0)
-                reject(source, "seed must be 0 or more, got " + v.dump());
+                reject(source, "seed must be 0 or more, got " + json_excerpt(v));
             p.seed = v.get<uint64_t>();
         } else if (key == "ignore_eos") p.ignore_eos = read_bool(source, key, v);
         else if (key == "logprobs") p.logprobs = read_bool(source, key, v);
@@ -180,49 +208,20 @@ GenerationParams generation_params_from_json(const Json& object, const std::stri
                                "length_penalty, early_stopping, stop, seed, ignore_eos, logprobs, top_alternatives, "
                                "prompt_logprobs, best_of, truncate)");
     }
-    check_ranges(p, source);
+    check_generation_params(p, source, limits);
     return p;
 }
 
-Json to_json(const GenerationParams& p) {
-    Json out = Json::object();
-    auto put = [&](const char* key, const auto& value) {
-        if (value) out[key] = *value;
-    };
-    put("max_new_tokens", p.max_new_tokens);
-    put("min_new_tokens", p.min_new_tokens);
-    put("do_sample", p.do_sample);
-    put("temperature", p.temperature);
-    put("top_k", p.top_k);
-    put("top_p", p.top_p);
-    put("typical_p", p.typical_p);
-    put("min_p", p.min_p);
-    put("repetition_penalty", p.repetition_penalty);
-    put("no_repeat_ngram_size", p.no_repeat_ngram_size);
-    put("num_beams", p.num_beams);
-    put("num_return_sequences", p.num_return_sequences);
-    put("length_penalty", p.length_penalty);
-    if (p.early_stopping) {
-        if (*p.early_stopping == EarlyStopping::Never) out["early_stopping"] = "never";
-        else out["early_stopping"] = *p.early_stopping == EarlyStopping::True;
-    }
-    put("stop", p.stop);
-    put("seed", p.seed);
-    put("ignore_eos", p.ignore_eos);
-    put("logprobs", p.logprobs);
-    return out;
-}
 
-}  // namespace sampling
-
-GenerationParams parse_generation_params(const std::string& json_object_text, const std::string& source) {
+GenerationParams parse_generation_params(const std::string& json_object_text, const std::string& source,
+                                         const ParamLimits& limits) {
     Json object;
     try {
-        object = Json::parse(json_object_text);
-    } catch (const Json::exception& e) {  // parse_error, or out_of_range for a number like 1e309
-        reject(source, std::string("params are not valid JSON: ") + e.what());
+        object = parse_json_input(json_object_text, source, limits.json, ErrorKind::InvalidArgument);
+    } catch (const Error& e) {
+        reject(source, "params are not valid JSON: " + e.message());
     }
-    return sampling::generation_params_from_json(object, source);
+    return generation_params_from_json(object, source, limits);
 }
 
 int64_t ResolvedGenerationParams::max_new_tokens_for(int64_t input_ids_length) const {
@@ -286,8 +285,9 @@ ResolvedGenerationParams resolve(const GenerationParams& p, const GenerationConf
     merged.no_repeat_ngram_size = r.no_repeat_ngram_size;
     merged.num_beams = r.num_beams;
     merged.num_return_sequences = r.num_return_sequences;
+    merged.length_penalty = r.length_penalty;
     merged.stop = r.stop;
-    check_ranges(merged, source);
+    check_generation_params(merged, source);
     if (r.max_length < 1) reject(source, "generation_config.json's max_length must be at least 1, got " + std::to_string(r.max_length));
     if (r.do_sample && !(r.temperature > 0))
         reject(source, "temperature must be greater than 0 when do_sample is true, got " + format_number(r.temperature) +

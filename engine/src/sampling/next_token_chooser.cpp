@@ -10,6 +10,12 @@ at::Generator make_request_generator(uint64_t seed) {
     return at::make_generator<at::CPUGeneratorImpl>(seed);
 }
 
+namespace {
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+}  // namespace
+
 std::vector<TokenChoice> choose_next_tokens(const at::Tensor& scores, const std::vector<LogitsRow>& rows,
                                             const std::vector<at::Generator>& generators) {
     TORCH_CHECK(scores.dim() == 2 && scores.size(0) == static_cast<int64_t>(rows.size()),
@@ -40,12 +46,16 @@ std::vector<TokenChoice> choose_next_tokens(const at::Tensor& scores, const std:
             const at::Generator& generator = generators[sampled[i]];
             TORCH_CHECK(generator.defined(), "choose_next_tokens: sampling row without a generator");
             at::Tensor row = probs.narrow(0, static_cast<int64_t>(i), 1);
-            out[sampled[i]].token_id = at::multinomial(row, 1, /*replacement=*/false, generator).item<int64_t>();
+            try {
+                out[sampled[i]].token_id = at::multinomial(row, 1, /*replacement=*/false, generator).item<int64_t>();
+            } catch (const c10::Error& e) {
+                out[sampled[i]].error = first_line(e.what_without_backtrace());
+            }
         }
     }
     if (!with_logprobs.empty()) {
         std::vector<int64_t> chosen;
-        for (int64_t r : with_logprobs) chosen.push_back(out[r].token_id);
+        for (int64_t r : with_logprobs) chosen.push_back(out[r].token_id);   // 0 for a failed row: unused
         at::Tensor index = at::tensor(chosen, long_options).to(scores.device()).view({-1, 1});
         at::Tensor logprobs = rows_of(with_logprobs).log_softmax(-1).gather(1, index).cpu();
         const float* values = logprobs.data_ptr<float>();

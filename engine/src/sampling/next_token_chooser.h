@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -27,9 +28,13 @@ at::Generator make_request_generator(uint64_t seed);
 struct TokenChoice {
     int64_t token_id = 0;
     float logprob = 0.0f;   // NaN unless the row needs logprobs (ResolvedGenerationParams::needs_logprobs)
+    std::string error;      // non-empty: no token for this row (its distribution was not one)
 };
 
 // scores: processed [rows, vocab] fp32. generators[r] must be defined for rows with do_sample.
+// A sampling row whose probabilities are not a distribution (NaN, inf, all zero) gets `error`
+// instead of a token, and the other rows draw as if it were not there: torch.multinomial checks
+// its input before it touches the generator, so a failed row leaves every generator as it was.
 std::vector<TokenChoice> choose_next_tokens(const at::Tensor& scores, const std::vector<LogitsRow>& rows,
                                             const std::vector<at::Generator>& generators);
 

@@ -2,6 +2,7 @@
 #include "tokenizer/hf_tokenizer_config.h"
 
 #include "lorascope/error.h"
+#include "lorascope/json_input.h"
 
 #include <sys/stat.h>
 
@@ -17,14 +18,7 @@ nlohmann::json read_json_file(const std::string& path) {
     if (!in) throw Error(ErrorKind::NotFound, path, "cannot open file");
     std::stringstream buffer;
     buffer << in.rdbuf();
-    const std::string text = buffer.str();
-    if (const size_t nul = text.find('\0'); nul != std::string::npos)  // nlohmann stops at a NUL byte
-        throw Error(ErrorKind::Format, path, "malformed JSON: a NUL byte at byte " + std::to_string(nul));
-    try {
-        return nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-        throw Error(ErrorKind::Format, path, std::string("malformed JSON: ") + e.what());
-    }
+    return parse_json_input(buffer.str(), path);
 }
 
 bool file_exists(const std::string& path) { return paths::is_regular_file(path); }

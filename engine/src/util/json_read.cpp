@@ -5,25 +5,11 @@
 #include <sstream>
 
 #include "lorascope/error.h"
+#include "lorascope/json_input.h"
 
 namespace lorascope::json {
 
-Json parse(const std::string& text, const std::string& path) {
-    // nlohmann's lexer takes a NUL byte for the end of the input, so "{}\0anything" would parse;
-    // JSON has no raw NUL (control characters are escaped), Python's json and serde refuse it.
-    if (const size_t nul = text.find('\0'); nul != std::string::npos)
-        throw Error(ErrorKind::Format, path, "malformed JSON at byte " + std::to_string(nul) + ": a NUL byte");
-    try {
-        return Json::parse(text);
-    } catch (const Json::parse_error& e) {
-        throw Error(ErrorKind::Format, path,
-                    "malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
-    } catch (const Json::exception& e) {
-        // Valid syntax the parser still refuses: a number beyond double's range (1e309) is
-        // out_of_range, not parse_error.
-        throw Error(ErrorKind::Format, path, std::string("malformed JSON: ") + e.what());
-    }
-}
+Json parse(const std::string& text, const std::string& path) { return parse_json_input(text, path); }
 
 std::string read_text_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -67,7 +53,7 @@ std::optional<int64_t> ObjectReader::get_int(const std::string& key) const {
         double d = v->get<double>();
         if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9.0e15) return static_cast<int64_t>(d);
     }
-    fail_field(key, "must be an integer, got " + v->dump());
+    fail_field(key, "must be an integer, got " + json_excerpt(*v));
 }
 
 int64_t ObjectReader::get_int(const std::string& key, int64_t fallback) const {
@@ -77,7 +63,7 @@ int64_t ObjectReader::get_int(const std::string& key, int64_t fallback) const {
 std::optional<double> ObjectReader::get_double(const std::string& key) const {
     const Json* v = find(key);
     if (!v) return std::nullopt;
-    if (!v->is_number()) fail_field(key, "must be a number, got " + v->dump());
+    if (!v->is_number()) fail_field(key, "must be a number, got " + json_excerpt(*v));
     return v->get<double>();
 }
 
@@ -88,7 +74,7 @@ double ObjectReader::get_double(const std::string& key, double fallback) const {
 std::optional<bool> ObjectReader::get_bool(const std::string& key) const {
     const Json* v = find(key);
     if (!v) return std::nullopt;
-    if (!v->is_boolean()) fail_field(key, "must be true or false, got " + v->dump());
+    if (!v->is_boolean()) fail_field(key, "must be true or false, got " + json_excerpt(*v));
     return v->get<bool>();
 }
 
@@ -99,7 +85,7 @@ bool ObjectReader::get_bool(const std::string& key, bool fallback) const {
 std::optional<std::string> ObjectReader::get_string(const std::string& key) const {
     const Json* v = find(key);
     if (!v) return std::nullopt;
-    if (!v->is_string()) fail_field(key, "must be a string, got " + v->dump());
+    if (!v->is_string()) fail_field(key, "must be a string, got " + json_excerpt(*v));
     return v->get<std::string>();
 }
 
@@ -111,9 +97,9 @@ std::vector<std::string> ObjectReader::get_string_list(const std::string& key) c
     std::vector<std::string> out;
     const Json* v = find(key);
     if (!v) return out;
-    if (!v->is_array()) fail_field(key, "must be a list of strings, got " + v->dump());
+    if (!v->is_array()) fail_field(key, "must be a list of strings, got " + json_excerpt(*v));
     for (const auto& item : *v) {
-        if (!item.is_string()) fail_field(key, "must be a list of strings, got " + v->dump());
+        if (!item.is_string()) fail_field(key, "must be a list of strings, got " + json_excerpt(*v));
         out.push_back(item.get<std::string>());
     }
     return out;
@@ -127,10 +113,10 @@ std::vector<int64_t> ObjectReader::get_int_or_list(const std::string& key) const
         out.push_back(v->get<int64_t>());
         return out;
     }
-    if (!v->is_array()) fail_field(key, "must be an integer or a list of integers, got " + v->dump());
+    if (!v->is_array()) fail_field(key, "must be an integer or a list of integers, got " + json_excerpt(*v));
     for (const auto& item : *v) {
         if (!item.is_number_integer())
-            fail_field(key, "must be an integer or a list of integers, got " + v->dump());
+            fail_field(key, "must be an integer or a list of integers, got " + json_excerpt(*v));
         out.push_back(item.get<int64_t>());
     }
     return out;

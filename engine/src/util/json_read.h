@@ -14,7 +14,8 @@ namespace lorascope::json {
 
 using Json = nlohmann::json;
 
-// Parses text; a syntax error becomes ErrorKind::Format naming `path` and the byte offset.
+// Parses text (lorascope/json_input.h: nesting at most 64 deep); a syntax error becomes
+// ErrorKind::Format naming `path` and the byte offset.
 Json parse(const std::string& text, const std::string& path);
 // Reads the whole file (NotFound when absent) and parses it.
 Json parse_file(const std::string& path);

@@ -1,5 +1,6 @@
 // `lorascope-cli serve`: LoRAX's request and response JSON (router/src/lib.rs of predibase/lorax)
-// and the OpenAI completions dialect, mapped onto the engine's Request and GenerationParams.
+// and the OpenAI completions dialect, mapped onto the engine's Request and GenerationParams by the
+// engine library's one parameter parser (lorascope/params_json.h), which bounds every value.
 // Pure functions of JSON: no sockets, no engine thread, so that every rule here is testable alone.
 #pragma once
 
@@ -13,8 +14,10 @@
 
 #include "lorascope/config.h"
 #include "lorascope/engine.h"
+#include "lorascope/params.h"
+#include "lorascope/tokenizer.h"
 
-namespace lorascope::cli::serve {
+namespace lorascope::serve {
 
 // An answer other than 200, carried with LoRAX's error shape {"error", "error_type"}. error_type
 // uses LoRAX's words where they apply ("validation", "generation", "overloaded",
@@ -40,7 +43,8 @@ struct ServedModel {
     GenerationConfig generation_config;
     bool encoder_decoder = true;
     std::optional<int64_t> decoder_start_token_id;
-    int64_t max_stop_sequences = 16;
+    ParamLimits params;                    // stop strings' count and bytes, the params' JSON bounds
+    RequestBudget budget;                  // the engine's limits: prompt + new tokens, rows
 };
 
 struct ParsedRequest {
@@ -59,14 +63,16 @@ struct ParsedRequest {
     bool echo = false;
 };
 
-// Parses a request body. Malformed JSON or a body that is not an object is HttpError 400
-// ("invalid_input") quoting the parser's message and position.
+// Parses a request body with its nesting bounded (64 levels) while parsing. Malformed or too deep
+// JSON, or a body that is not an object, is HttpError 400 ("invalid_input") quoting the parser's
+// message and position.
 nlohmann::json parse_json_object(const std::string& body);
 
 // POST / (stream from the body's "stream"), /generate (stream = false), /generate_stream
-// (stream = true). Unknown adapters and unsupported or out-of-range parameters are HttpError 422
-// ("validation") naming the parameter. LoRAX samples when do_sample is true or any of
-// temperature != 1, top_k, top_p < 1, typical_p < 1 is given (its NextTokenChooser); so does this.
+// (stream = true). Unknown adapters and unsupported or out-of-range parameters (the ranges of
+// check_generation_params) are HttpError 422 ("validation") naming the parameter. LoRAX samples
+// when do_sample is true or any of temperature != 1, top_k, top_p < 1, typical_p < 1 is given
+// (its NextTokenChooser); so does this.
 ParsedRequest parse_lorax_request(const nlohmann::json& body, const ServedModel& model,
                                   std::optional<bool> stream_by_route);
 
@@ -74,6 +80,16 @@ ParsedRequest parse_lorax_request(const nlohmann::json& body, const ServedModel&
 // model_id). As OpenAI and vLLM do, temperature defaults to 1 and 0 means greedy decoding.
 // `logprobs` (0 or 1) returns each chosen token's logprob; alternatives (> 1) are refused.
 ParsedRequest parse_openai_completion(const nlohmann::json& body, const ServedModel& model);
+
+// Tokenizes the prompt (the request then carries its ids, so that the engine does not tokenize it
+// again) and checks prompt + max_new_tokens against the engine's budget and the model's positions
+// (check_request_budget): over it is HttpError 422 ("validation"), as LoRAX answers, before any
+// stream has started. A model without tokenizer files cannot take text prompts: 422 too.
+void fit_to_budget(ParsedRequest& request, const ServedModel& model, const Tokenizer* tokenizer);
+
+// What a client is told of an engine failure: its first line, absolute paths replaced by
+// "<path>", at most 300 characters. The server's log keeps the whole message.
+std::string client_error_text(const std::string& engine_error);
 
 // Finish reasons in LoRAX's words: "length", "eos_token", "stop_sequence".
 const char* lorax_finish_reason(FinishReason reason);
@@ -83,4 +99,4 @@ const char* openai_finish_reason(FinishReason reason);
 // is "stop" for both eos and a stop string; clients tell them apart by this).
 nlohmann::json openai_stop_reason(const FinishEvent& finish);
 
-}  // namespace lorascope::cli::serve
+}  // namespace lorascope::serve

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace lorascope::cli::serve {
+namespace lorascope::serve {
 
 namespace {
 
@@ -35,6 +35,20 @@ void header(std::string& out, const std::string& name, const char* type, const c
 
 void sample(std::string& out, const std::string& name, const std::string& labels, double value) {
     out += name + (labels.empty() ? "" : "{" + labels + "}") + " " + number(value) + "\n";
+}
+
+// A metric of one sample.
+void single(std::string& out, const char* name, const char* type, const char* help, double value) {
+    header(out, name, type, help);
+    sample(out, name, "", value);
+}
+
+// A counter with one sample per cause, labelled `label`.
+void by_cause(std::string& out, const char* name, const char* help, const char* label,
+              const std::map<std::string, uint64_t>& counts) {
+    header(out, name, "counter", help);
+    for (const auto& [cause, n] : counts)
+        sample(out, name, std::string(label) + "=\"" + cause + "\"", static_cast<double>(n));
 }
 
 }  // namespace
@@ -134,6 +148,16 @@ void Metrics::set_connections(int64_t active) {
     connections_ = active;
 }
 
+void Metrics::set_open_connections(int64_t open) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_connections_ = open;
+}
+
+void Metrics::on_connection_closed(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++closed_[why];
+}
+
 int64_t Metrics::requests_in_engine() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return in_engine_;
@@ -142,12 +166,10 @@ int64_t Metrics::requests_in_engine() const {
 std::string Metrics::render() const {
     std::lock_guard<std::mutex> lock(mutex_);
     std::string out;
-    header(out, "lorax_request_count", "counter", "Requests received");
-    sample(out, "lorax_request_count", "", static_cast<double>(request_count_));
-    header(out, "lorax_request_success", "counter", "Requests that finished with generated text");
-    sample(out, "lorax_request_success", "", static_cast<double>(request_success_));
-    header(out, "lorax_request_failure", "counter", "Requests that failed, by cause");
-    for (const auto& [err, n] : request_failure_) sample(out, "lorax_request_failure", "err=\"" + err + "\"", static_cast<double>(n));
+    single(out, "lorax_request_count", "counter", "Requests received", static_cast<double>(request_count_));
+    single(out, "lorax_request_success", "counter", "Requests that finished with generated text",
+           static_cast<double>(request_success_));
+    by_cause(out, "lorax_request_failure", "Requests that failed, by cause", "err", request_failure_);
 
     const std::pair<const char*, const Histogram*> histograms[] = {
         {"lorax_request_duration", &request_duration_},
@@ -187,13 +209,15 @@ std::string Metrics::render() const {
            sized ? static_cast<double>(last_step_.kv_blocks_used) / static_cast<double>(last_step_.kv_blocks_total) : 0.0);
     header(out, "lorascope_batch_padded_tokens", "gauge", "Padding positions computed in the last step");
     sample(out, "lorascope_batch_padded_tokens", "", busy ? static_cast<double>(last_step_.padded_tokens) : 0.0);
-    header(out, "lorascope_client_disconnect_cancels", "counter", "Requests cancelled because their client went away");
-    sample(out, "lorascope_client_disconnect_cancels", "", static_cast<double>(disconnect_cancels_));
-    header(out, "lorascope_connections_refused", "counter", "Connections answered 429 past --max-connections");
-    sample(out, "lorascope_connections_refused", "", static_cast<double>(connections_refused_));
-    header(out, "lorascope_connections_active", "gauge", "Connections being served");
-    sample(out, "lorascope_connections_active", "", static_cast<double>(connections_));
+    single(out, "lorascope_client_disconnect_cancels", "counter", "Requests cancelled because their client went away",
+           static_cast<double>(disconnect_cancels_));
+    single(out, "lorascope_connections_refused", "counter", "Connections answered 429 past --max-connections",
+           static_cast<double>(connections_refused_));
+    single(out, "lorascope_connections_active", "gauge", "Connections being served", static_cast<double>(connections_));
+    single(out, "lorascope_connections_open", "gauge", "Connections held open, idle and slow ones included",
+           static_cast<double>(open_connections_));
+    by_cause(out, "lorascope_connections_closed", "Connections the server closed on its own, by cause", "why", closed_);
     return out;
 }
 
-}  // namespace lorascope::cli::serve
+}  // namespace lorascope::serve

@@ -5,9 +5,10 @@
 #include <random>
 
 #include "lorascope/error.h"
-#include "lorascope/params.h"
+#include "lorascope/json_input.h"
+#include "lorascope/params_json.h"
 
-namespace lorascope::cli::serve {
+namespace lorascope::serve {
 
 using nlohmann::json;
 
@@ -29,13 +30,6 @@ std::optional<bool> read_bool(const json& o, const char* key) {
     return it->get<bool>();
 }
 
-std::optional<double> read_number(const json& o, const char* key) {
-    auto it = o.find(key);
-    if (it == o.end() || it->is_null()) return std::nullopt;
-    if (!it->is_number()) invalid(std::string("`") + key + "` must be a number");
-    return it->get<double>();
-}
-
 std::optional<int64_t> read_int(const json& o, const char* key) {
     auto it = o.find(key);
     if (it == o.end() || it->is_null()) return std::nullopt;
@@ -54,35 +48,29 @@ std::optional<std::string> read_string(const json& o, const char* key) {
     return it->get<std::string>();
 }
 
-std::optional<uint64_t> read_seed(const json& o, const char* key) {
-    auto it = o.find(key);
-    if (it == o.end() || it->is_null()) return std::nullopt;
-    if (it->is_number_unsigned()) return it->get<uint64_t>();
-    if (it->is_number_integer()) invalid(std::string("`") + key + "` must be a non-negative integer");
-    invalid(std::string("`") + key + "` must be an integer");
+// `stop`: LoRAX takes a list of strings only, OpenAI one string too. The strings themselves (count,
+// bytes, emptiness) are the parameter parser's to check.
+void check_stop_shape(const json& o, bool allow_single) {
+    auto it = o.find("stop");
+    if (it == o.end() || it->is_null() || it->is_array() || (allow_single && it->is_string())) return;
+    invalid(allow_single ? "`stop` must be a string or a list of strings" : "`stop` must be a list of strings");
 }
 
-// `stop`: a list of strings (LoRAX), or one string too (OpenAI).
-std::vector<std::string> read_stop(const json& o, bool allow_single, int64_t max_count) {
-    std::vector<std::string> stop;
-    auto it = o.find("stop");
-    if (it == o.end() || it->is_null()) return stop;
-    if (allow_single && it->is_string()) {
-        stop.push_back(it->get<std::string>());
-    } else if (it->is_array()) {
-        for (const auto& s : *it) {
-            if (!s.is_string()) invalid("`stop` must be a list of strings");
-            stop.push_back(s.get<std::string>());
-        }
-    } else {
-        invalid(allow_single ? "`stop` must be a string or a list of strings" : "`stop` must be a list of strings");
+// The knobs `names` picks from `o`, under the engine's parameter names (theirs -> ours).
+json pick(const json& o, const std::vector<std::pair<const char*, const char*>>& names) {
+    json knobs = json::object();
+    for (const auto& [theirs, ours] : names)
+        if (auto it = o.find(theirs); it != o.end() && !it->is_null()) knobs[ours] = *it;
+    return knobs;
+}
+
+// Through the one parameter parser: its types, ranges and bounds are every door's.
+GenerationParams parse_knobs(const json& knobs, const ServedModel& model, const char* source) {
+    try {
+        return generation_params_from_json(knobs, source, model.params);
+    } catch (const Error& e) {
+        invalid(e.what());
     }
-    for (const auto& s : stop)
-        if (s.empty()) invalid("`stop` holds an empty string, which would stop before the first token");
-    if (static_cast<int64_t>(stop.size()) > max_count)
-        invalid("`stop` holds " + std::to_string(stop.size()) + " sequences; at most " + std::to_string(max_count) +
-                " are allowed");
-    return stop;
 }
 
 void allow_keys(const json& o, const std::vector<std::string>& known, const std::string& where) {
@@ -122,13 +110,43 @@ uint64_t fresh_seed() {
 void validate_with_engine(ParsedRequest& r, const ServedModel& model) {
     try {
         const ResolvedGenerationParams resolved = resolve(r.request.params, model.generation_config, "parameters");
-        if (resolved.is_beam_search()) invalid("beam search is not offered by lorascope serve");
         r.sampling = resolved.do_sample;
         if (r.sampling && !r.request.params.seed) r.request.params.seed = fresh_seed();
         if (r.sampling) r.seed = r.request.params.seed;
     } catch (const Error& e) {
         invalid(e.message());
     }
+}
+
+// OpenAI's sampling fields: its own names and ranges first, then the engine's parser under the
+// engine's names. As in OpenAI and vLLM, temperature defaults to 1 and 0 decodes greedily.
+GenerationParams openai_params(const json& body, const ServedModel& model) {
+    check_stop_shape(body, true);
+    double temperature = 1.0;
+    if (auto t = body.find("temperature"); t != body.end() && !t->is_null()) {
+        if (!t->is_number()) invalid("`temperature` must be a number");
+        temperature = t->get<double>();
+        if (!(temperature >= 0 && temperature <= 2)) invalid("`temperature` must be in [0, 2]");
+    }
+    const int64_t max_tokens = read_int(body, "max_tokens").value_or(16);   // OpenAI's and vLLM's default
+    if (max_tokens < 1) invalid("`max_tokens` must be strictly positive");
+    const bool ignore_eos = read_bool(body, "ignore_eos_token").value_or(read_bool(body, "ignore_eos").value_or(false));
+    json knobs = pick(body, {{"top_p", "top_p"}, {"top_k", "top_k"}, {"repetition_penalty", "repetition_penalty"},
+                             {"stop", "stop"}, {"seed", "seed"}});
+    if (knobs.contains("top_k") && knobs["top_k"] == -1) knobs["top_k"] = 0;   // vLLM's "disabled"
+    if (temperature > 0) knobs["temperature"] = temperature;                  // 0: greedy decoding
+    knobs["max_new_tokens"] = max_tokens;
+    GenerationParams g = parse_knobs(knobs, model, "request");
+    g.do_sample = temperature > 0;
+    g.temperature = g.temperature.value_or(1.0);
+    g.top_p = g.top_p.value_or(1.0);
+    g.top_k = g.top_k.value_or(0);
+    g.typical_p = 1.0;
+    g.repetition_penalty = g.repetition_penalty.value_or(1.0);
+    g.ignore_eos = ignore_eos;
+    g.num_beams = 1;
+    g.num_return_sequences = 1;
+    return g;
 }
 
 }  // namespace
@@ -140,12 +158,54 @@ json error_body(const std::string& message, const std::string& error_type) {
 json parse_json_object(const std::string& body) {
     json value;
     try {
-        value = json::parse(body);
-    } catch (const json::parse_error& e) {
-        throw HttpError(400, "invalid_input", std::string("the request body is not valid JSON: ") + e.what());
+        value = parse_json_input(body, "the request body", JsonLimits{}, ErrorKind::InvalidArgument);
+    } catch (const Error& e) {
+        throw HttpError(400, "invalid_input", "the request body is not valid JSON: " + e.message());
     }
     if (!value.is_object()) throw HttpError(400, "invalid_input", "the request body must be a JSON object");
     return value;
+}
+
+void fit_to_budget(ParsedRequest& r, const ServedModel& model, const Tokenizer* tokenizer) {
+    if (!tokenizer)
+        invalid("the served model has no tokenizer files, so it cannot take text prompts");
+    try {
+        r.request.input_ids = tokenizer->encode(r.inputs, true);
+        r.request.prompt.reset();
+        const int64_t prompt = static_cast<int64_t>(r.request.input_ids.size());
+        // As the engine counts them (engine/live_request.cpp): HF derives the default length from
+        // generate()'s input_ids, the decoder start token for encoder-decoders.
+        const int64_t input_ids_length = model.encoder_decoder ? 1 : prompt;
+        const ResolvedGenerationParams resolved = resolve(r.request.params, model.generation_config, "parameters");
+        check_request_budget(1, prompt, resolved.max_new_tokens_for(input_ids_length), model.budget, "parameters");
+    } catch (const Error& e) {
+        invalid(e.what());
+    }
+}
+
+std::string client_error_text(const std::string& engine_error) {
+    constexpr size_t kMaxChars = 300;
+    const std::string line = engine_error.substr(0, engine_error.find('\n'));
+    std::string out;
+    size_t i = 0;
+    while (i < line.size() && out.size() <= kMaxChars) {
+        // An absolute path starts a word ("/srv/models/x: ...", "in /srv/models/x") and runs to
+        // the next space, quote or the colon that ends it.
+        const bool word_start = i == 0 || line[i - 1] == ' ' || line[i - 1] == '\'' || line[i - 1] == '"' ||
+                                line[i - 1] == '(';
+        if (line[i] == '/' && word_start && i + 1 < line.size() && line[i + 1] != ' ') {
+            size_t end = i;
+            while (end < line.size() && line[end] != ' ' && line[end] != '\'' && line[end] != '"' && line[end] != ')' &&
+                   !(line[end] == ':' && (end + 1 == line.size() || line[end + 1] == ' ')))
+                ++end;
+            out += "<path>";
+            i = end;
+            continue;
+        }
+        out += line[i++];
+    }
+    if (out.size() > kMaxChars) out = out.substr(0, kMaxChars) + "...";
+    return out;
 }
 
 ParsedRequest parse_lorax_request(const json& body, const ServedModel& model, std::optional<bool> stream_by_route) {
@@ -188,34 +248,28 @@ ParsedRequest parse_lorax_request(const json& body, const ServedModel& model, st
     if (auto adapter = read_string(p, "adapter_id")) r.adapter_label = resolve_adapter(*adapter, model, "adapter_id");
     r.request.adapter = r.adapter_label;
 
+    check_stop_shape(p, false);
+    (void)read_bool(p, "ignore_eos_token");   // its type, under LoRAX's name
     GenerationParams& g = r.request.params;
-    const auto temperature = read_number(p, "temperature");
-    const auto top_k = read_int(p, "top_k");
-    const auto top_p = read_number(p, "top_p");
-    const auto typical_p = read_number(p, "typical_p");
-    const auto repetition_penalty = read_number(p, "repetition_penalty");
-    if (temperature && !(*temperature > 0)) invalid("`temperature` must be strictly positive");
-    if (top_k && *top_k <= 0) invalid("`top_k` must be strictly positive");
-    if (top_p && !(*top_p > 0 && *top_p <= 1)) invalid("`top_p` must be > 0.0 and <= 1.0");
-    if (typical_p && !(*typical_p > 0 && *typical_p <= 1)) invalid("`typical_p` must be > 0.0 and <= 1.0");
-    if (repetition_penalty && !(*repetition_penalty > 0)) invalid("`repetition_penalty` must be strictly positive");
-    const bool do_sample = read_bool(p, "do_sample").value_or(false);
+    g = parse_knobs(pick(p, {{"temperature", "temperature"}, {"top_k", "top_k"}, {"top_p", "top_p"},
+                             {"typical_p", "typical_p"}, {"repetition_penalty", "repetition_penalty"},
+                             {"do_sample", "do_sample"}, {"max_new_tokens", "max_new_tokens"},
+                             {"ignore_eos_token", "ignore_eos"}, {"stop", "stop"}, {"seed", "seed"}}),
+                    model, "parameters");
+    // LoRAX refuses what the engine would take as "off".
+    if (g.temperature && *g.temperature == 0) invalid("`temperature` must be strictly positive");
+    if (g.top_k && *g.top_k == 0) invalid("`top_k` must be strictly positive");
     // LoRAX's request alone decides the decoding: absent knobs are off, not generation_config's.
-    g.do_sample = do_sample || (temperature && *temperature != 1.0) || top_k || (top_p && *top_p < 1.0) ||
-                  (typical_p && *typical_p < 1.0);
-    g.temperature = temperature.value_or(1.0);
-    g.top_k = top_k.value_or(0);
-    g.top_p = top_p.value_or(1.0);
-    g.typical_p = typical_p.value_or(1.0);
-    g.repetition_penalty = repetition_penalty.value_or(1.0);
-    if (auto n = read_int(p, "max_new_tokens")) {
-        if (*n < 1) invalid("`max_new_tokens` must be strictly positive");
-        g.max_new_tokens = *n;
-    }
-    g.ignore_eos = read_bool(p, "ignore_eos_token").value_or(false);
-    auto stop = read_stop(p, false, model.max_stop_sequences);
-    if (!stop.empty()) g.stop = std::move(stop);
-    g.seed = read_seed(p, "seed");
+    g.do_sample = g.do_sample.value_or(false) || (g.temperature && *g.temperature != 1.0) || g.top_k ||
+                  (g.top_p && *g.top_p < 1.0) || (g.typical_p && *g.typical_p < 1.0);
+    g.temperature = g.temperature.value_or(1.0);
+    g.top_k = g.top_k.value_or(0);
+    g.top_p = g.top_p.value_or(1.0);
+    g.typical_p = g.typical_p.value_or(1.0);
+    g.repetition_penalty = g.repetition_penalty.value_or(1.0);
+    g.ignore_eos = g.ignore_eos.value_or(false);
+    g.num_beams = 1;                 // one sequence per request, whatever generation_config.json says
+    g.num_return_sequences = 1;
     g.logprobs = true;   // every streamed token carries its logprob, as in LoRAX
     r.return_full_text = read_bool(p, "return_full_text").value_or(false);
     r.details = read_bool(p, "details").value_or(false);
@@ -268,29 +322,8 @@ ParsedRequest parse_openai_completion(const json& body, const ServedModel& model
         if (auto n = read_int(body, key); n && *n != 1)
             invalid(std::string("`") + key + "` must be 1: lorascope serve decodes one sequence per request");
 
+    r.request.params = openai_params(body, model);
     GenerationParams& g = r.request.params;
-    const double temperature = read_number(body, "temperature").value_or(1.0);
-    if (temperature < 0 || temperature > 2) invalid("`temperature` must be in [0, 2]");
-    const auto top_p = read_number(body, "top_p");
-    if (top_p && !(*top_p > 0 && *top_p <= 1)) invalid("`top_p` must be > 0.0 and <= 1.0");
-    auto top_k = read_int(body, "top_k");
-    if (top_k && *top_k == -1) top_k = 0;   // vLLM's "disabled"
-    if (top_k && *top_k < 0) invalid("`top_k` must be positive, or -1 or 0 to disable it");
-    const auto repetition_penalty = read_number(body, "repetition_penalty");
-    if (repetition_penalty && !(*repetition_penalty > 0)) invalid("`repetition_penalty` must be strictly positive");
-    g.do_sample = temperature > 0;
-    g.temperature = temperature > 0 ? temperature : 1.0;
-    g.top_p = top_p.value_or(1.0);
-    g.top_k = top_k.value_or(0);
-    g.typical_p = 1.0;
-    g.repetition_penalty = repetition_penalty.value_or(1.0);
-    const int64_t max_tokens = read_int(body, "max_tokens").value_or(16);   // OpenAI's and vLLM's default
-    if (max_tokens < 1) invalid("`max_tokens` must be strictly positive");
-    g.max_new_tokens = max_tokens;
-    g.ignore_eos = read_bool(body, "ignore_eos_token").value_or(read_bool(body, "ignore_eos").value_or(false));
-    auto stop = read_stop(body, true, model.max_stop_sequences);
-    if (!stop.empty()) g.stop = std::move(stop);
-    g.seed = read_seed(body, "seed");
     g.logprobs = true;
     if (auto lp = read_int(body, "logprobs")) {
         if (*lp < 0) invalid("`logprobs` must be 0 or 1");
@@ -325,4 +358,4 @@ nlohmann::json openai_stop_reason(const FinishEvent& finish) {
     return nullptr;
 }
 
-}  // namespace lorascope::cli::serve
+}  // namespace lorascope::serve

@@ -1,7 +1,7 @@
 // /metrics of `lorascope-cli serve`: Prometheus text with LoRAX's metric names where they mean the
 // same thing (docs/reference/metrics.md and router/src/{server,infer,scheduler}.rs of predibase/lorax),
 // fed from the engine's StepStats and from each request's own timings, plus lorascope_* series
-// for what LoRAX has no name for (cancellations on disconnect, refused connections).
+// for what LoRAX has no name for (cancellations on disconnect, refused and closed connections).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 
 #include "lorascope/engine.h"
 
-namespace lorascope::cli::serve {
+namespace lorascope::serve {
 
 class Histogram {
 public:
@@ -39,8 +39,12 @@ public:
     void on_submitted();
     void on_finished(const FinishEvent& finish, double validation_s, double total_s);
     void on_client_disconnect();                      // a request whose client went away before its answer
-    void on_connection_refused();
-    void set_connections(int64_t active);
+    void on_connection_refused();                     // answered 429 past --max-connections
+    void set_connections(int64_t active);             // serving a request now
+    void set_open_connections(int64_t open);          // sockets held, idle and slow ones included
+    // A connection the server closed on its own; `why` is one of a fixed few words ("timeout",
+    // "evicted", "header_too_large", "slow_reader"), never client text.
+    void on_connection_closed(const std::string& why);
 
     int64_t requests_in_engine() const;               // submitted and not yet finished
     std::string render() const;
@@ -50,7 +54,8 @@ private:
     uint64_t request_count_ = 0, request_success_ = 0;
     std::map<std::string, uint64_t> request_failure_;
     uint64_t disconnect_cancels_ = 0, connections_refused_ = 0;
-    int64_t connections_ = 0;
+    int64_t connections_ = 0, open_connections_ = 0;
+    std::map<std::string, uint64_t> closed_;
     int64_t in_engine_ = 0;
     StepStats last_step_;
     uint64_t steps_prefill_ = 0, steps_decode_ = 0;
@@ -58,4 +63,4 @@ private:
         request_generated_, request_input_length_, batch_prefill_, batch_decode_;
 };
 
-}  // namespace lorascope::cli::serve
+}  // namespace lorascope::serve
