@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "args.h"
 #include "commands.h"
@@ -17,6 +18,7 @@
 #include "lorascope/engine.h"
 #include "lorascope/error.h"
 #include "lorascope/finish_json.h"
+#include "lorascope/local_adapters.h"
 #include "lorascope/params.h"
 
 namespace lorascope::cli {
@@ -30,17 +32,26 @@ const char* const kUsage =
     "         [--dtype float32|bfloat16|int8|int4|float16] [--kv-cache-dtype auto|float32|bfloat16|float16]\n"
     "         [--max-batch-size N] [--max-batch-tokens N] [--adapter-memory-budget BYTES] [--kv-cache-mb MIB]\n"
     "         [--batching continuous|static] [--prefill-budget TOKENS | --tpot-target-ms MS] [--prefill-chunk TOKENS]\n"
-    "         [--input FILE|-] [--output FILE|-] [--stats FILE]\n"
+    "         [--input FILE|-] [--output FILE|-] [--stats FILE] [--adapter-dir DIR]\n"
     "       lorascope-cli generate --demo [--demo-model t5|bart|bloom] [--demo-dir DIR] [options above]\n"
     "  input:  JSON Lines {\"id\", \"prompt\" | \"input_ids\" | \"messages\", \"adapter\", \"params\": {max_new_tokens, min_new_tokens,\n"
     "          do_sample, temperature, top_k, top_p, typical_p, min_p, repetition_penalty, no_repeat_ngram_size,\n"
-    "          num_beams, num_return_sequences, length_penalty, early_stopping, stop, seed, ignore_eos, logprobs}}\n"
+    "          num_beams, num_return_sequences, length_penalty, early_stopping, stop, seed, ignore_eos, logprobs,\n"
+    "          top_alternatives, prompt_logprobs, best_of, truncate},\n"
     "          \"messages\": [{\"role\", \"content\", ...}] (with optional \"tools\", \"chat_template_kwargs\"): a conversation the\n"
     "          model's chat template renders (add_generation_prompt), as lorascope-cli chat-template prints it\n"
+    "          \"merged_adapters\": {ids, weights, merge_strategy (linear|ties|dare_linear|dare_ties), density,\n"
+    "          majority_sign_method (total|frequency), seed}, \"adapter_source\": \"local\" (\"adapter\" is then a path\n"
+    "          under --adapter-dir), \"target\" | \"target_ids\" (encoder-decoder prompt_logprobs: the text scored)}\n"
     "  output: JSON Lines {\"id\", \"text\", \"token_ids\", \"finish_reason\", \"prompt_tokens\", \"generated_tokens\",\n"
     "          \"queue_ms\", \"time_to_first_token_ms\", \"total_ms\",\n"
-    "          \"stop_sequence\" (finish_reason stop: the one that matched), \"logprobs\" (when asked), \"sequences\" (num_return_sequences > 1: [{\"text\", \"token_ids\", \"score\" (beams)}],\n"
+    "          \"stop_sequence\" (finish_reason stop: the one that matched), \"logprobs\" (when asked),\n"
+    "          \"alternatives\" (top_alternatives: per token [{\"token_id\", \"logprob\", \"text\"}]), \"prompt_logprobs\"\n"
+    "          (when asked: [{\"token_id\", \"text\", \"logprob\"}]), \"sequences\" (num_return_sequences or best_of > 1:\n"
+    "          [{\"text\", \"token_ids\", \"score\" (beams; best_of: mean logprob), \"logprobs\", \"alternatives\"}],\n"
     "          best first, the first being text/token_ids), \"error\" (when the request failed)}, in completion order\n"
+    "  --adapter-dir DIR: requests with \"adapter_source\": \"local\" may name adapter directories under DIR\n"
+    "          (and nowhere else: \"..\", other absolute paths and links leaving DIR are refused)\n"
     "  --stats FILE: one JSON line per engine step\n"
     "  --kv-cache-dtype: what the KV cache stores (default auto: bfloat16 under --dtype int8, int4 or bfloat16 on\n"
     "          the CPU, half the cache's memory, attention still in float32; the model's type otherwise)\n"
@@ -145,7 +156,7 @@ int cmd_generate(int argc, char** argv) {
         std::fputs(kUsage, stdout);
         return 0;
     }
-    std::vector<std::string> known = {"help", "input", "output", "stats", "demo"};
+    std::vector<std::string> known = {"help", "input", "output", "stats", "demo", "adapter-dir"};
     for (const auto& k : engine_option_names()) known.push_back(k);
     for (const auto& k : demo_option_names()) known.push_back(k);
     args.allow_only(known);
@@ -167,6 +178,8 @@ int cmd_generate(int argc, char** argv) {
         });
     }
 
+    std::optional<AdapterDirectory> adapter_dir;
+    if (auto dir = args.get("adapter-dir")) adapter_dir.emplace(*dir);
     auto sink = std::make_shared<OutputSink>(writer);
     size_t submitted = 0;
     for (const auto& line : lines) {
@@ -179,6 +192,12 @@ int cmd_generate(int argc, char** argv) {
         }
         try {
             Request request = parse_request(*line.value, source, line.text);
+            if (const auto path = local_adapter_path(*line.value, source)) {
+                if (!adapter_dir)
+                    throw Error(ErrorKind::InvalidArgument, source,
+                                "adapter_source \"local\" needs --adapter-dir DIR (the directory local adapters must be in)");
+                request.adapter = load_local_adapter(*engine, *adapter_dir, *path);
+            }
             request.client_id = OutputSink::client_id_for(client_id);
             engine->submit(std::move(request), sink);
             ++submitted;

@@ -15,11 +15,9 @@ Layout under --out/generate:
                          final_logits_bias restricts the output to a few letters, a space and the
                          bytes of "é"/"è", so that text spans tokens and characters span tokens
 """
-import argparse
 import json
 import os
 import shutil
-import warnings
 
 import hf_compat  # noqa: F401  (before generate())
 import torch
@@ -28,7 +26,6 @@ from tokenizers import ByteLevelBPETokenizer
 from transformers import (AutoModelForCausalLM, AutoModelForSeq2SeqLM, BartConfig,
                           BartForConditionalGeneration, BartTokenizer)
 from transformers.generation.stopping_criteria import StopStringCriteria
-from transformers.utils import logging as hf_logging
 
 from llama_variants import CAUSAL_FAMILIES, reset_rotary
 from models_oracle import randomize
@@ -285,12 +282,7 @@ def stop_cases(out_dir):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    torch.set_num_threads(1)
-    hf_logging.set_verbosity_error()
-    warnings.filterwarnings("ignore", category=UserWarning)   # PEFT's note on tied lm_head targets
+    args = hf_compat.quiet_oracle_args()
     out_dir = os.path.join(args.out, "generate")
     os.makedirs(out_dir, exist_ok=True)
     records = {"versions": hf_compat.versions(),

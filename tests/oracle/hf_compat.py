@@ -31,3 +31,20 @@ def versions():
     except ImportError:
         pass
     return info
+
+
+def quiet_oracle_args():
+    """What a generate-style oracle step starts with: its --out argument, one torch thread (the
+    records must not depend on the machine's cores), and the warnings HF and PEFT print about what
+    the tiny models do on purpose (tied lm_head targets, generation flags) silenced."""
+    import argparse
+    import warnings
+    import torch
+    from transformers.utils import logging as hf_logging
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    hf_logging.set_verbosity_error()
+    warnings.filterwarnings("ignore", category=UserWarning)
+    return args

@@ -31,6 +31,10 @@ struct AdapterConfig {
     // ".*\.<key>$" and looks that same key up in both maps.
     std::vector<std::pair<std::string, int64_t>> rank_pattern;
     std::vector<std::pair<std::string, double>> alpha_pattern;
+    // How PEFT initialised the factors before training: "true", "false", "gaussian", or another
+    // method's name. Only a merge with DARE's random pruning reads it: PEFT initialises the merged
+    // adapter from the global generator first, as the first merged adapter's config says.
+    std::string init_lora_weights = "true";
 
     // Module paths are those of the task model's named_modules(), e.g.
     // "encoder.block.0.layer.0.SelfAttention.q" (T5), "model.encoder.layers.0.self_attn.q_proj" (BART),
@@ -49,6 +53,46 @@ private:
 // peft_type, DoRA, modules_to_save, trained biases, layer replication).
 AdapterConfig parse_adapter_config(const std::string& json_text, const std::string& path_for_errors);
 AdapterConfig load_adapter_config(const std::string& adapter_dir);
+
+// Registered adapters combined into one for a request, as PEFT 0.13's
+// LoraModel.add_weighted_adapter combines them (LoRAX's merged_adapters): per module, the
+// adapters' A factors are merged with weights sqrt(weight * scaling), and so are their B factors;
+// the merged adapter's scaling is the first adapter's config with r = lora_alpha = the common r.
+//   linear       the weighted sum
+//   ties         each factor keeps its `density` largest magnitudes, the sign with the larger total
+//                (majority_sign_method "total") or count ("frequency") is elected per element, and
+//                the weighted values that agree with it are averaged
+//   dare_linear  each factor keeps a random `density` of its elements (torch.bernoulli; PEFT 0.13
+//                does not rescale them), then the weighted sum
+//   dare_ties    the random pruning of dare_linear, then ties' sign election and average
+// One adapter is always merged linearly. Every adapter must have the same r.
+enum class MergeStrategy { Linear, Ties, DareLinear, DareTies };
+enum class MajoritySignMethod { Total, Frequency };
+const char* to_string(MergeStrategy strategy);          // "linear", "ties", "dare_linear", "dare_ties"
+const char* to_string(MajoritySignMethod method);       // "total", "frequency"
+
+struct AdapterMerge {
+    std::vector<std::string> ids;      // registered adapter names, at least one
+    std::vector<double> weights;       // one per id, >= 0 (PEFT takes their square roots)
+    MergeStrategy strategy = MergeStrategy::Linear;
+    double density = 1.0;              // in [0, 1]; 1 prunes nothing
+    MajoritySignMethod majority_sign_method = MajoritySignMethod::Total;
+    // DARE's pruning draws from a generator seeded so, as torch.manual_seed(seed) right before
+    // add_weighted_adapter: a merge is reproducible and equal to PEFT's.
+    uint64_t seed = 0;
+};
+
+inline constexpr size_t kMaxMergedAdapters = 16;
+
+// Parses a JSON object {"ids", "weights", "merge_strategy", "density", "majority_sign_method",
+// "seed"} (LoRAX's field names; weights default to 1 each). Errors are
+// ErrorKind::InvalidArgument naming `source` and the field.
+AdapterMerge parse_adapter_merge(const std::string& json_object_text, const std::string& source = "merged_adapters");
+// The rules parse_adapter_merge applies, for merges built another way.
+void check_adapter_merge(const AdapterMerge& merge, const std::string& source = "merged_adapters");
+// A readable name that identifies the merge: equal merges have equal names, e.g.
+// merge:ties("a"*0.5,"b"*1;density=0.5;total). Engines show it in StepStats::rows_per_adapter.
+std::string merge_name(const AdapterMerge& merge);
 
 // An adapter as an engine holds it (Engine::load_adapter, Engine::adapters).
 struct AdapterInfo {

@@ -30,6 +30,29 @@ struct Request {
     std::optional<Conversation> conversation;
     std::string adapter;                 // registered adapter name; empty = the base model
     GenerationParams params;             // unspecified fields come from generation_config.json
+    // Registered adapters merged for this request (LoRAX's merged_adapters) instead of `adapter`
+    // (give one or the other). The engine builds the merge once and keeps it while it fits the
+    // adapter memory budget; requests naming the same merge share it.
+    std::optional<AdapterMerge> merge;
+    // Encoder-decoder models with params.prompt_logprobs: the decoder text whose tokens are scored
+    // (FinishEvent::prompt_logprobs), as text (tokenized like Hugging Face's text_target) or ids.
+    std::optional<std::string> target;
+    std::vector<int64_t> target_ids;
+};
+
+// One of the most likely tokens at a generated position (params.top_alternatives).
+struct TokenAlternative {
+    int64_t token_id = 0;
+    float logprob = 0.0f;    // log_softmax of the processed scores the token was chosen from
+    std::string text;        // the token's text after other text (its leading space kept); lossy UTF-8
+};
+
+// A prompt token (decoder-only) or target token (encoder-decoder) with its log-probability under
+// the model given the tokens before it (params.prompt_logprobs).
+struct PromptTokenLogprob {
+    int64_t token_id = 0;
+    std::string text;                 // as TokenAlternative::text
+    std::optional<float> logprob;     // none for a decoder-only prompt's first token
 };
 
 struct TokenEvent {
@@ -39,6 +62,7 @@ struct TokenEvent {
     float logprob = 0.0f;
     bool special = false;
     std::string client_id;    // Request::client_id, echoed
+    std::vector<TokenAlternative> alternatives;   // params.top_alternatives of them, most likely first
 };
 
 enum class FinishReason { Eos, Length, Stop, Cancelled, Error };
@@ -52,11 +76,15 @@ struct Usage {
     double total_ms = 0;          // submit -> finish
 };
 
-// One of the sequences a request with num_return_sequences > 1 returns.
+// One of the sequences a request with num_return_sequences > 1 (or best_of > 1) returns.
 struct ReturnedSequence {
     std::string text;                    // decoded as FinishEvent::text
     std::vector<int64_t> token_ids;      // as FinishEvent::token_ids
-    std::optional<double> score;         // beam search: sum_logprobs / generated_len ** length_penalty
+    // Beam search: sum_logprobs / generated_len ** length_penalty. best_of: the mean log-probability
+    // per generated token by which the candidates were ranked.
+    std::optional<double> score;
+    std::vector<float> logprobs;                             // sampled rows, when params.logprobs
+    std::vector<std::vector<TokenAlternative>> alternatives; // sampled rows, when params.top_alternatives
 };
 
 struct FinishEvent {
@@ -66,7 +94,13 @@ struct FinishEvent {
     std::string stop_sequence;           // reason == Stop: the stop sequence that ended it
     std::vector<int64_t> token_ids;      // generated ids (no decoder start; eos included when generated)
     std::vector<float> logprobs;         // when params.logprobs
+    // params.top_alternatives: per generated token, its alternatives (as TokenEvent's).
+    std::vector<std::vector<TokenAlternative>> alternatives;
+    // params.prompt_logprobs: every prompt token (decoder-only) or target token (encoder-decoder),
+    // after truncation.
+    std::vector<PromptTokenLogprob> prompt_logprobs;
     // num_return_sequences > 1: every returned sequence, best first; [0] is text/token_ids above.
+    // best_of > 1: every candidate, the one returned first, the others in the order drawn.
     // Empty otherwise.
     std::vector<ReturnedSequence> sequences;
     Usage usage;

@@ -3,8 +3,11 @@
 //
 //   {"id", "text", "token_ids", "finish_reason", "prompt_tokens", "generated_tokens",
 //    "queue_ms", "time_to_first_token_ms", "total_ms",
-//    "stop_sequence" (finish_reason "stop"), "logprobs" (when asked), "sequences" (several returned:
-//    [{"text", "token_ids", "score" (beams)}], best first), "error" (finish_reason "error")}
+//    "stop_sequence" (finish_reason "stop"), "logprobs" (when asked), "alternatives" (when asked:
+//    per generated token [{"token_id", "logprob", "text"}], most likely first), "prompt_logprobs"
+//    (when asked: [{"token_id", "text", "logprob" (null for a first prompt token)}]), "sequences"
+//    (several returned: [{"text", "token_ids", "score" (beams, best_of), "logprobs", "alternatives"
+//    (sampled rows, when asked)}], best first), "error" (finish_reason "error")}
 #pragma once
 
 #include <optional>

@@ -40,7 +40,22 @@ struct GenerationParams {
     std::optional<uint64_t> seed;
     std::optional<bool> ignore_eos;
     std::optional<bool> logprobs;
+    // What the model weighed (issue 32). top_alternatives: the k (at most kMaxTopAlternatives)
+    // most likely tokens at each generated position, from the same processed scores the token was
+    // chosen from (LoRAX's return_k_alternatives). prompt_logprobs: each prompt token's
+    // log-probability under the model (decoder-only), or each token of Request::target's
+    // (encoder-decoder); LoRAX's decoder_input_details.
+    std::optional<int64_t> top_alternatives;
+    std::optional<bool> prompt_logprobs;
+    // LoRAX's best_of: this many sampled candidates (at most kMaxBestOf), the one with the highest
+    // mean log-probability per generated token returned first.
+    std::optional<int64_t> best_of;
+    // Keep only the last `truncate` prompt tokens (LoRAX's truncate; see LiveRequest::prepare).
+    std::optional<int64_t> truncate;
 };
+
+inline constexpr int64_t kMaxTopAlternatives = 20;
+inline constexpr int64_t kMaxBestOf = 16;
 
 // Bounds every door applies to one request's parameters (the CLI's JSON Lines, `serve`'s routes,
 // the window), so that whatever a client sends the engine's arithmetic stays finite and its work
@@ -102,6 +117,10 @@ struct ResolvedGenerationParams {
     std::optional<uint64_t> seed;            // none: the engine picks one and may report it
     bool ignore_eos = false;
     bool logprobs = false;
+    int64_t top_alternatives = 0;
+    bool prompt_logprobs = false;
+    int64_t best_of = 1;
+    std::optional<int64_t> truncate;
 
     // From generation_config.json (not per request).
     std::vector<int64_t> eos_token_ids;
@@ -117,6 +136,8 @@ struct ResolvedGenerationParams {
     int64_t min_new_tokens_for(int64_t input_ids_length) const;
 
     bool is_beam_search() const { return num_beams > 1; }
+    // best_of ranks its candidates by their logprobs, computed whether or not the request shows them.
+    bool needs_logprobs() const { return logprobs || best_of > 1; }
 };
 
 // Fills what `params` leaves open from `config` and validates the result. Throws

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "adapters/adapter_merge.h"
 #include "lorascope/error.h"
 
 namespace lorascope::adapters {
@@ -9,6 +10,7 @@ namespace lorascope::adapters {
 struct AdapterEntry {
     std::string name;
     std::string dir;
+    std::shared_ptr<const AdapterMerge> merge;     // a merge of other entries (no directory of its own)
     AdapterInfo info;                              // `loaded` is derived from `weights`
     std::shared_ptr<const LoraWeights> weights;    // null while evicted
     int64_t pins = 0;
@@ -79,8 +81,96 @@ AdapterRegistry::Built AdapterRegistry::build(const std::string& name, const std
     return built;
 }
 
+AdapterRegistry::Built AdapterRegistry::build_merge(const std::string& name, const AdapterMerge& merge) const {
+    std::vector<MergeConstituent> constituents;
+    for (const std::string& id : merge.ids) {
+        std::string dir;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            auto it = entries_.find(id);
+            if (it == entries_.end() || it->second->leaving || it->second->merge)
+                throw Error(ErrorKind::NotFound, name, unknown_message(id));
+            dir = it->second->dir;
+        }
+        MergeConstituent c;
+        c.name = id;
+        c.peft = io::PeftAdapter::open(dir);
+        c.validation = validate_adapter(*c.peft, model_.linear_sites(), model_.config(), model_.directory());
+        constituents.push_back(std::move(c));
+    }
+    MergedAdapter merged = merge_adapters(merge, constituents, model_);
+    Built built;
+    built.info = std::move(merged.info);
+    built.info.name = name;
+    built.weights = std::move(merged.weights);
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++merges_built_;
+    return built;
+}
+
+AdapterRegistry::Built AdapterRegistry::build_entry(const AdapterEntry& entry) const {
+    return entry.merge ? build_merge(entry.name, *entry.merge) : build(entry.name, entry.dir);
+}
+
+int64_t AdapterRegistry::merges_built() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return merges_built_;
+}
+
+std::string AdapterRegistry::declare_merge(const AdapterMerge& merge) {
+    check_adapter_merge(merge);
+    const std::string name = merge_name(merge);
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const std::string& id : merge.ids) {
+        auto it = entries_.find(id);
+        if (it == entries_.end() || it->second->leaving) throw Error(ErrorKind::NotFound, name, unknown_message(id));
+        if (it->second->merge) throw Error(ErrorKind::InvalidArgument, name, "a merge cannot merge another merge");
+    }
+    auto it = entries_.find(name);
+    if (it != entries_.end() && !it->second->leaving) {
+        it->second->last_used = ++clock_;
+        return name;
+    }
+    if (it != entries_.end()) throw Error(ErrorKind::NotFound, name, "this merge is being removed");
+    drop_idle_merges_locked(kMaxMerges - 1);
+    auto entry = std::make_shared<AdapterEntry>();
+    entry->name = name;
+    entry->merge = std::make_shared<const AdapterMerge>(merge);
+    entry->info.name = name;
+    entry->last_used = ++clock_;
+    entries_.emplace(name, std::move(entry));
+    return name;
+}
+
+// Merges keep no pins on their adapters (their factors are their own): unloading an adapter only
+// forgets the merges of it, and requests already holding one keep it until they finish.
+void AdapterRegistry::forget_merges_locked(const std::string& adapter) {
+    for (auto it = entries_.begin(); it != entries_.end();) {
+        const auto& m = it->second->merge;
+        if (m && std::find(m->ids.begin(), m->ids.end(), adapter) != m->ids.end()) it = entries_.erase(it);
+        else ++it;
+    }
+}
+
+void AdapterRegistry::drop_idle_merges_locked(size_t keep) {
+    while (true) {
+        size_t count = 0;
+        std::map<std::string, std::shared_ptr<AdapterEntry>>::iterator oldest = entries_.end();
+        for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+            if (!it->second->merge) continue;
+            ++count;
+            if (it->second->pins == 0 && (oldest == entries_.end() || it->second->last_used < oldest->second->last_used))
+                oldest = it;
+        }
+        if (count <= keep || oldest == entries_.end()) return;
+        entries_.erase(oldest);
+    }
+}
+
 AdapterInfo AdapterRegistry::load(const std::string& name, const std::string& dir) {
     if (name.empty()) throw Error(ErrorKind::InvalidArgument, dir, "an adapter needs a non-empty name");
+    if (name.rfind("merge:", 0) == 0)
+        throw Error(ErrorKind::InvalidArgument, dir, "adapter names beginning with 'merge:' are reserved for merges");
     auto already = [&](const AdapterEntry& e) {
         return Error(ErrorKind::InvalidArgument, dir,
                      "an adapter named '" + name + "' is already loaded (from " + e.dir + "); unload it first");
@@ -124,6 +214,7 @@ void AdapterRegistry::unload(const std::string& name) {
     if (entry->pins > 0)
         throw Error(ErrorKind::Cancelled, "adapter '" + name + "' was not unloaded: the engine is shutting down");
     entries_.erase(name);
+    forget_merges_locked(name);
 }
 
 void AdapterRegistry::shutdown() {
@@ -142,7 +233,7 @@ std::vector<AdapterInfo> AdapterRegistry::list() const {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<AdapterInfo> out;
     for (const auto& [name, e] : entries_) {
-        if (e->leaving) continue;
+        if (e->leaving || e->merge) continue;   // merges are the engine's cache, not loaded adapters
         AdapterInfo info = e->info;
         info.loaded = e->weights != nullptr;
         out.push_back(std::move(info));
@@ -167,6 +258,7 @@ std::string AdapterRegistry::unavailable_reason(const std::string& name) const {
 std::string AdapterRegistry::unknown_message(const std::string& name) const {
     auto f = failures_.find(name);
     if (f != failures_.end()) return "adapter '" + name + "' failed to load: " + f->second;
+    if (name.rfind("merge:", 0) == 0) return "the merge " + name + " is gone: one of its adapters was unloaded";
     return "no adapter named '" + name + "' is loaded";
 }
 
@@ -189,8 +281,9 @@ AdapterLease AdapterRegistry::acquire(const std::string& name) {
     if (reload) {
         Built built;
         try {
-            built = build(name, entry->dir);
+            built = build_entry(*entry);
         } catch (const std::exception& e) {
+            if (entry->merge) throw Error(ErrorKind::InvalidArgument, std::string("merging failed: ") + e.what());
             throw Error(ErrorKind::Format, "adapter '" + name + "' was evicted and could not be reloaded: " + e.what());
         }
         std::lock_guard<std::mutex> lock(mutex_);

@@ -69,9 +69,21 @@ public:
     // Why a request naming `name` cannot be served (unknown, failed to load, being unloaded); empty when it can.
     std::string unavailable_reason(const std::string& name) const;
 
-    // Pins the adapter for one request, reloading it from its directory when it was evicted.
-    // Throws lorascope::Error with a message for the client: unknown, failed, unloading, reload failed.
+    // Pins the adapter for one request, reloading it from its directory when it was evicted (or
+    // building a declared merge that is not resident). Throws lorascope::Error with a message for
+    // the client: unknown, failed, unloading, reload failed.
     AdapterLease acquire(const std::string& name);
+
+    // Registers a merge of registered adapters (adapters/adapter_merge.h) under its name
+    // (merge_name) without building it, and returns the name: acquire builds it (on the engine's
+    // loader thread, as it reloads evicted adapters), and it stays resident, shared by every
+    // request naming the same merge, until the memory budget evicts it (it is rebuilt when needed
+    // again). Merges are not listed; at most kMaxMerges are kept, the least recently used idle
+    // ones forgotten first; unloading one of its adapters forgets a merge. Throws lorascope::Error
+    // for an invalid merge or an adapter that is not registered.
+    std::string declare_merge(const AdapterMerge& merge);
+    static constexpr size_t kMaxMerges = 64;
+    int64_t merges_built() const;   // merges computed so far (tests: a merge is reused, not rebuilt)
 
     int64_t resident_bytes() const;
     int64_t memory_budget() const { return budget_; }
@@ -83,6 +95,10 @@ private:
         std::shared_ptr<const LoraWeights> weights;
     };
     Built build(const std::string& name, const std::string& dir) const;
+    Built build_merge(const std::string& name, const AdapterMerge& merge) const;
+    Built build_entry(const AdapterEntry& entry) const;
+    void forget_merges_locked(const std::string& adapter);
+    void drop_idle_merges_locked(size_t keep);
     at::Tensor base_weight(const std::string& module) const;
     void make_room_locked(int64_t needed, const AdapterEntry* keep);
     void release(AdapterEntry& entry);
@@ -97,6 +113,7 @@ private:
     std::map<std::string, std::string> failures_;   // name -> why its last load failed
     uint64_t clock_ = 0;
     bool shutting_down_ = false;
+    mutable int64_t merges_built_ = 0;   // under mutex_
 
     mutable std::mutex base_mutex_;
     mutable std::shared_ptr<weights::WeightStore> base_store_;  // opened on first need (lm_head copies)

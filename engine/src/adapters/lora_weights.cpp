@@ -18,11 +18,10 @@ namespace {
 // that a tiny one does not hold a 2 MiB page.
 class FactorBlock {
 public:
-    FactorBlock(const AdapterValidation& validation, const at::TensorOptions& options) : options_(options) {
+    FactorBlock(const std::vector<SiteFactors>& factors, const at::TensorOptions& options) : options_(options) {
         if (!options.device().is_cpu()) return;
         int64_t elements = 0;
-        for (const auto& binding : validation.modules)
-            elements += piece(binding.tensors->a->numel()) + piece(binding.tensors->b->numel());
+        for (const auto& f : factors) elements += piece(f.a.numel()) + piece(f.b.numel());
         const size_t bytes = static_cast<size_t>(elements) * options.dtype().itemsize();
         if (bytes >= 2 * runtime::kHugePageBytes) {
             std::shared_ptr<void> pages = runtime::allocate_huge_page_block(bytes);
@@ -56,10 +55,8 @@ std::shared_ptr<const LoraWeights> LoraWeights::materialise(const io::PeftAdapte
                                                             const AdapterValidation& validation, size_t site_count,
                                                             at::TensorOptions options,
                                                             const BaseWeightLookup& base_weight) {
-    auto w = std::make_shared<LoraWeights>();
-    w->sites_.resize(site_count);
     const std::string st_path = adapter.weights().source_path();
-    FactorBlock block(validation, options);
+    std::vector<SiteFactors> factors;
     for (const auto& binding : validation.modules) {
         const io::LoraModuleTensors& m = *binding.tensors;
         if (m.base_weight) {
@@ -75,19 +72,32 @@ std::shared_ptr<const LoraWeights> LoraWeights::materialise(const io::PeftAdapte
                                 ".base_layer.weight' differs from the loaded model's '" + m.module +
                                 ".weight'; PEFT would replace the model's weight with it (adapter saved from another base?)");
         }
-        // A and B are converted once from the mapping, B with the scaling folded in.
-        at::Tensor a = weights::tensor_from_safetensors(*m.file, *m.a, at::kFloat, at::kCPU);
-        at::Tensor b = weights::tensor_from_safetensors(*m.file, *m.b, at::kFloat, at::kCPU);
-        if (!at::isfinite(a).all().item<bool>() || !at::isfinite(b).all().item<bool>())
+        SiteFactors f;
+        f.site_id = binding.site.id;
+        f.a = weights::tensor_from_safetensors(*m.file, *m.a, at::kFloat, at::kCPU);
+        f.b = weights::tensor_from_safetensors(*m.file, *m.b, at::kFloat, at::kCPU);
+        f.scaling = m.scaling;
+        if (!at::isfinite(f.a).all().item<bool>() || !at::isfinite(f.b).all().item<bool>())
             throw Error(ErrorKind::Format, st_path, "module '" + m.module + "' has non-finite LoRA weights");
+        factors.push_back(std::move(f));
+    }
+    return from_factors(factors, site_count, options);
+}
+
+std::shared_ptr<const LoraWeights> LoraWeights::from_factors(const std::vector<SiteFactors>& factors, size_t site_count,
+                                                             at::TensorOptions options) {
+    auto w = std::make_shared<LoraWeights>();
+    w->sites_.resize(site_count);
+    FactorBlock block(factors, options);
+    for (const SiteFactors& f : factors) {
         SiteDelta d;
-        d.rank = m.rank;
-        d.scaling = m.scaling;
-        d.a = block.place(a);
-        d.bt = block.place((b * m.scaling).t());
+        d.rank = f.a.size(0);
+        d.scaling = f.scaling;
+        d.a = block.place(f.a);
+        d.bt = block.place((f.b * f.scaling).t());   // the scaling folded into B once
         w->bytes_ += static_cast<int64_t>(d.a.nbytes() + d.bt.nbytes());
         w->max_rank_ = std::max(w->max_rank_, d.rank);
-        w->sites_[static_cast<size_t>(binding.site.id)] = std::move(d);
+        w->sites_[static_cast<size_t>(f.site_id)] = std::move(d);
         ++w->modules_;
     }
     return w;

@@ -26,6 +26,14 @@ struct SiteDelta {
     double scaling = 0;
 };
 
+// One site's factors in PEFT's layout, float32 on the CPU, before they are placed for the model.
+struct SiteFactors {
+    int site_id = -1;
+    at::Tensor a;     // [r, in]
+    at::Tensor b;     // [out, r]
+    double scaling = 0;
+};
+
 class LoraWeights {
 public:
     // Returns the base weight [out, in] of a module of the loaded model (float32 is fine); used to
@@ -37,6 +45,10 @@ public:
     static std::shared_ptr<const LoraWeights> materialise(const io::PeftAdapter& adapter, const AdapterValidation& validation,
                                                           size_t site_count, at::TensorOptions options,
                                                           const BaseWeightLookup& base_weight);
+
+    // Factors computed another way (a merge of adapters: adapters/adapter_merge.h).
+    static std::shared_ptr<const LoraWeights> from_factors(const std::vector<SiteFactors>& factors, size_t site_count,
+                                                           at::TensorOptions options);
 
     const SiteDelta* at_site(int site_id) const {
         if (site_id < 0 || static_cast<size_t>(site_id) >= sites_.size() || !sites_[site_id]) return nullptr;

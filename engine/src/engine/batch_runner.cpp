@@ -5,6 +5,7 @@
 
 #include "engine/failure_text.h"
 #include "engine/fault_injection.h"
+#include "engine/prompt_scoring.h"
 #include "lorascope/error.h"
 #include "runtime/allocator_policy.h"
 #include "sampling/next_token_chooser.h"
@@ -115,6 +116,7 @@ void BatchRunner::step(StepStats& stats) {
     const auto started = Clock::now();
     const int64_t before = stats.prefill_tokens, decoded = stats.decode_tokens;
     prefill_ms_ = 0;
+    score_prompts();
     prefill(stats);
     if (stats.prefill_tokens - before >= kTrimAfterPrefillTokens) runtime::return_free_heap_pages();
     join_ready();
@@ -180,6 +182,18 @@ int64_t BatchRunner::row_limit(int64_t prompt_tokens, int64_t max_rows) const {
         unit_ms = costs_.prefill.predict(static_cast<double>(piece));
     }
     return batching::row_limit(costs_, time_policy_, max_rows, unit_ms);
+}
+
+// Newcomers that asked for their prompt's log-probabilities get them before their prefill.
+void BatchRunner::score_prompts() {
+    for (auto& r : prefilling_) {
+        if (r->finished || r->prompt_scored || !r->params.prompt_logprobs) continue;
+        try {
+            score_prompt(*r, model_, tokenizer_);
+        } catch (const std::exception& e) {
+            r->finish(FinishReason::Error, "scoring the prompt failed: " + what(e));
+        }
+    }
 }
 
 void BatchRunner::prefill(StepStats& stats) {
@@ -538,6 +552,7 @@ void BatchRunner::choose_and_emit(const at::Tensor& raw, const StepBatch& batch,
 void BatchRunner::choose_singles(const at::Tensor& logits, const std::vector<int64_t>& rows,
                                  const std::vector<LiveRequest*>& requests) {
     std::vector<sampling::TokenChoice> choices;
+    std::vector<std::vector<sampling::Alternative>> alternatives;
     try {
         std::vector<RequestId> ids;
         std::vector<sampling::LogitsRow> logits_rows;
@@ -560,6 +575,7 @@ void BatchRunner::choose_singles(const at::Tensor& logits, const std::vector<int
                                                                            : logits;
         sampling::process_logits(scores, logits_rows);
         choices = sampling::choose_next_tokens(scores, logits_rows, generators);
+        alternatives = sampling::top_alternatives(scores, logits_rows);
     } catch (const std::exception& e) {
         if (requests.size() == 1) {
             requests[0]->finish(FinishReason::Error, "choosing the next token failed: " + what(e));
@@ -576,7 +592,8 @@ void BatchRunner::choose_singles(const at::Tensor& logits, const std::vector<int
         }
         try {
             fault_point(FaultPoint::Accept, r.ids());
-            r.accept(choices[i], tokenizer_);
+            const auto shown = with_text(alternatives[i], tokenizer_);
+            r.accept(choices[i], tokenizer_, &shown);
         } catch (const std::exception& e) {
             r.finish(FinishReason::Error, "taking the chosen token failed (detokenizing or stop strings): " + what(e));
         }

@@ -78,6 +78,7 @@ private:
     StepBudget step_budget() const;
     bool time_budget() const { return prefill_budget_ < 0; }
     void measure_decode(double step_ms, double prefill_ms, int64_t decoded_rows);
+    void score_prompts();
     void prefill(StepStats& stats);
     void prefill_encoders(StepStats& stats);
     void start_encode_jobs(int64_t budget_tokens);

@@ -108,6 +108,12 @@ public:
         engine_detail::Submission submission;
         try {
             live->prepare(request, *model_, {tokenizer_.get(), chat_templates(), no_chat_templates_}, budget_);
+            if (request.merge) {
+                if (!request.adapter.empty())
+                    throw Error(ErrorKind::InvalidArgument, "request " + request.client_id,
+                                "give an adapter or merged adapters, not both");
+                live->adapter_name = registry_.declare_merge(*request.merge);
+            }
             if (!live->adapter_name.empty()) submission.error = registry_.unavailable_reason(live->adapter_name);
         } catch (const std::exception& e) {
             submission.error = e.what();

@@ -8,6 +8,7 @@
 
 #include "lorascope/error.h"
 #include "models/model.h"
+#include "tokenizer/truncation.h"
 #include "tokenizer/unicode.h"
 #include "util/checked_math.h"
 
@@ -17,14 +18,56 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-namespace {
-
-// What transformers' StopStringCriteria matches stop strings against: the token decoded on its
-// own after other text (SentencePiece keeps its leading space), a partial UTF-8 character as U+FFFD.
-std::string stop_piece(const Tokenizer* tokenizer, int64_t id) {
+// What transformers' StopStringCriteria matches stop strings against, and the text of alternatives.
+std::string token_piece(const Tokenizer* tokenizer, int64_t id) {
     if (!tokenizer) return {};
     const auto bytes = tokenizer->token_bytes(id, /*first=*/false);
     return bytes ? tokenizer::utf8_lossy(*bytes) : std::string();
+}
+
+std::vector<TokenAlternative> with_text(const std::vector<sampling::Alternative>& alternatives,
+                                        const Tokenizer* tokenizer) {
+    std::vector<TokenAlternative> out;
+    out.reserve(alternatives.size());
+    for (const auto& a : alternatives) out.push_back({a.token_id, a.logprob, token_piece(tokenizer, a.token_id)});
+    return out;
+}
+
+namespace {
+
+// `vocab`: the encoder's ids for a prompt (Marian's source vocabulary), the head's for a target.
+void check_vocabulary(const std::vector<int64_t>& ids, int64_t vocab, const std::string& source, const char* what) {
+    for (int64_t t : ids)
+        if (t < 0 || t >= vocab)
+            throw Error(ErrorKind::InvalidArgument, source,
+                        std::string(what) + " id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                            std::to_string(vocab) + ")");
+}
+
+// The target whose tokens an encoder-decoder request's prompt_logprobs score.
+std::vector<int64_t> target_of(const Request& request, const ResolvedGenerationParams& params,
+                               const models::Model& model, const Tokenizer* tokenizer, const std::string& source) {
+    const bool given = request.target || !request.target_ids.empty();
+    if (given && !params.prompt_logprobs)
+        throw Error(ErrorKind::InvalidArgument, source, "a target is scored only with params.prompt_logprobs true");
+    if (!params.prompt_logprobs || !model.is_encoder_decoder()) {
+        if (given)
+            throw Error(ErrorKind::InvalidArgument, source,
+                        "a target is for encoder-decoder models; a decoder-only model's prompt_logprobs score its prompt");
+        return {};
+    }
+    if (!given)
+        throw Error(ErrorKind::InvalidArgument, source,
+                    "prompt_logprobs on an encoder-decoder model scores a target: give the decoder text as target "
+                    "(or target_ids)");
+    if (request.target && !tokenizer)
+        throw Error(ErrorKind::InvalidArgument, source,
+                    "a text target needs tokenizer files in " + model.directory() + "; send target_ids instead");
+    // Tokenized as Hugging Face's text_target, with the model's special tokens.
+    std::vector<int64_t> ids = request.target ? tokenizer->encode(*request.target, true) : request.target_ids;
+    if (ids.empty()) throw Error(ErrorKind::InvalidArgument, source, "the target is empty (no ids)");
+    check_vocabulary(ids, model.vocab_size(), source, "target");
+    return ids;
 }
 
 // The request's prompt ids: its text prompt tokenized, its conversation rendered and tokenized
@@ -64,11 +107,14 @@ void LiveRequest::prepare(const Request& request, const models::Model& model, co
     const Tokenizer* tokenizer = sources.tokenizer;
     if (prompt_ids.empty())
         throw Error(ErrorKind::InvalidArgument, source, "the prompt is empty (no input ids)");
-    for (int64_t t : prompt_ids)
-        if (t < 0 || t >= model.source_vocab_size())
-            throw Error(ErrorKind::InvalidArgument, source,
-                        "input id " + std::to_string(t) + " is outside the vocabulary [0, " +
-                            std::to_string(model.source_vocab_size()) + ")");
+    if (params.truncate && static_cast<int64_t>(prompt_ids.size()) > *params.truncate) {
+        // As LoRAX: a text prompt as Hugging Face's tokenizer truncates it on the left (its special
+        // tokens kept), ready ids by keeping the last ones.
+        prompt_ids = request.prompt ? tokenizer::truncate_left(*tokenizer, *request.prompt, *params.truncate, source)
+                                    : std::vector<int64_t>(prompt_ids.end() - *params.truncate, prompt_ids.end());
+    }
+    check_vocabulary(prompt_ids, model.source_vocab_size(), source, "input");
+    target_ids = target_of(request, params, model, tokenizer, source);
 
     if (model.is_encoder_decoder()) {
         input_ids = {model.decoder_start_token_id()};
@@ -79,17 +125,19 @@ void LiveRequest::prepare(const Request& request, const models::Model& model, co
     max_new_tokens = params.max_new_tokens_for(input_ids_length);
     // Before anything is sized by them: rows and lengths within the engine's limits, so that no
     // count below (beams, KV blocks, admission's cost) can overflow.
-    const int64_t rows = params.num_beams > 1 ? params.num_beams : params.num_return_sequences;
+    const int64_t rows = params.num_beams > 1 ? params.num_beams : std::max(params.num_return_sequences, params.best_of);
     check_request_budget(rows, static_cast<int64_t>(prompt_ids.size()), max_new_tokens, budget, source);
 
     if (params.num_beams > 1) {
         beams = std::make_unique<sampling::BeamSearch>(params, input_ids_length, input_ids_length + max_new_tokens);
         beam_ids.assign(static_cast<size_t>(params.num_beams), input_ids);
-    } else if (params.num_return_sequences > 1) {
-        const size_t n = static_cast<size_t>(params.num_return_sequences);
+    } else if (params.num_return_sequences > 1 || params.best_of > 1) {
+        // best_of's candidates are drawn as num_return_sequences' rows are (resolve allows one of them).
+        const size_t n = static_cast<size_t>(std::max(params.num_return_sequences, params.best_of));
         beam_ids.assign(n, input_ids);
         sample_row_done.assign(n, false);
         sample_row_logprobs.assign(n, {});
+        if (params.top_alternatives > 0) sample_row_alternatives.assign(n, {});
     }
     if (params.do_sample) {
         if (!params.seed) params.seed = std::random_device{}();
@@ -99,7 +147,7 @@ void LiveRequest::prepare(const Request& request, const models::Model& model, co
     stopping = std::make_unique<sampling::StoppingCriteria>(params, max_new_tokens);
     // HF's criterion sees generate()'s whole input_ids: a stop string may begin in the context.
     if (!params.stop.empty())
-        for (int64_t t : input_ids) stopping->add_context(stop_piece(tokenizer, t));
+        for (int64_t t : input_ids) stopping->add_context(token_piece(tokenizer, t));
 }
 
 // prepare() bounded rows x (prompt + new tokens) by max_batch_tokens, so none of this can overflow;
@@ -206,6 +254,7 @@ std::vector<int64_t> LiveRequest::sample_rows_step(const at::Tensor& logits, con
     const auto choices = sampling::choose_next_tokens(scores, rows, std::vector<at::Generator>(rows.size(), generator));
     for (const auto& c : choices)
         if (!c.error.empty()) throw Error(ErrorKind::InvalidArgument, c.error);
+    const auto row_alternatives = sampling::top_alternatives(scores, rows);
     if (first_token.time_since_epoch().count() == 0) first_token = Clock::now();
 
     const int64_t filler = params.eos_token_ids.empty() ? 0 : params.eos_token_ids.front();
@@ -218,41 +267,80 @@ std::vector<int64_t> LiveRequest::sample_rows_step(const at::Tensor& logits, con
         const int64_t token = choices[j].token_id;
         beam_ids[j].push_back(token);
         sample_row_logprobs[j].push_back(choices[j].logprob);
+        if (!sample_row_alternatives.empty()) sample_row_alternatives[j].push_back(with_text(row_alternatives[j], tokenizer));
         const bool eos = !params.ignore_eos &&
                          std::find(params.eos_token_ids.begin(), params.eos_token_ids.end(), token) != params.eos_token_ids.end();
         const int64_t produced = static_cast<int64_t>(beam_ids[j].size()) - input_ids_length;
         sample_row_done[j] = eos || produced >= max_new_tokens;
         all_done = all_done && sample_row_done[j];
     }
-    if (all_done) {
-        for (size_t j = 0; j < beam_ids.size(); ++j) {
-            ReturnedSequence s;
-            s.token_ids.assign(beam_ids[j].begin() + input_ids_length, beam_ids[j].end());
-            s.token_ids.resize(sample_row_logprobs[j].size());   // without the filler of ended rows
-            if (tokenizer) s.text = tokenizer->decode(s.token_ids, /*skip_special_tokens=*/true);
-            returned.push_back(std::move(s));
-        }
-        const std::vector<int64_t> first = returned.front().token_ids;
-        const std::vector<float> first_logprobs = sample_row_logprobs.front();
-        for (size_t i = 0; i < first.size() && !finished; ++i)
-            accept(sampling::TokenChoice{first[i], first_logprobs[i], {}}, tokenizer);
-        if (!finished) finish(FinishReason::Length);
-    }
+    if (all_done) finish_sampled_rows(tokenizer);
     std::vector<int64_t> identity(beam_ids.size());
     for (size_t j = 0; j < identity.size(); ++j) identity[j] = static_cast<int64_t>(j);
     return identity;
 }
 
-void LiveRequest::accept(const sampling::TokenChoice& choice, const Tokenizer* tokenizer) {
+namespace {
+
+// LoRAX's router (generate_best_of): the mean of the tokens' logprobs, summed and divided in
+// float32; a candidate replaces the best only when strictly greater (the first wins a tie), and
+// the best starts at the lowest finite float, so that a candidate of -inf never wins over one that
+// is finite.
+size_t best_candidate(const std::vector<std::vector<float>>& logprobs, std::vector<float>& means) {
+    size_t best = 0;
+    float best_value = std::numeric_limits<float>::lowest();
+    for (size_t j = 0; j < logprobs.size(); ++j) {
+        float total = 0.0f;
+        for (float lp : logprobs[j]) total += lp;
+        means.push_back(total / static_cast<float>(logprobs[j].size()));
+        if (means.back() > best_value) {
+            best = j;
+            best_value = means.back();
+        }
+    }
+    return best;
+}
+
+}  // namespace
+
+// Every row ended: the rows become the returned sequences (best_of: the best candidate first, the
+// others in the order drawn) and the first one streams.
+void LiveRequest::finish_sampled_rows(const Tokenizer* tokenizer) {
+    std::vector<float> means;
+    const size_t best = params.best_of > 1 ? best_candidate(sample_row_logprobs, means) : 0;
+    std::vector<size_t> order{best};
+    for (size_t j = 0; j < beam_ids.size(); ++j)
+        if (j != best) order.push_back(j);
+    for (size_t j : order) {
+        ReturnedSequence s;
+        s.token_ids.assign(beam_ids[j].begin() + input_ids_length, beam_ids[j].end());
+        s.token_ids.resize(sample_row_logprobs[j].size());   // without the filler of ended rows
+        if (tokenizer) s.text = tokenizer->decode(s.token_ids, /*skip_special_tokens=*/true);
+        if (!means.empty()) s.score = means[j];
+        if (params.logprobs) s.logprobs = sample_row_logprobs[j];
+        if (!sample_row_alternatives.empty()) s.alternatives = sample_row_alternatives[j];
+        returned.push_back(std::move(s));
+    }
+    const std::vector<int64_t> first = returned.front().token_ids;
+    const std::vector<float> first_logprobs = sample_row_logprobs[best];
+    for (size_t i = 0; i < first.size() && !finished; ++i)
+        accept(sampling::TokenChoice{first[i], first_logprobs[i], {}}, tokenizer,
+               sample_row_alternatives.empty() ? nullptr : &sample_row_alternatives[best][i]);
+    if (!finished) finish(FinishReason::Length);
+}
+
+void LiveRequest::accept(const sampling::TokenChoice& choice, const Tokenizer* tokenizer,
+                         const std::vector<TokenAlternative>* token_alternatives) {
     if (finished) return;
     const int64_t token = choice.token_id;
     generated.push_back(token);
     input_ids.push_back(token);
     if (params.logprobs) logprobs.push_back(choice.logprob);
+    if (params.top_alternatives > 0) alternatives.push_back(token_alternatives ? *token_alternatives : std::vector<TokenAlternative>{});
     if (first_token.time_since_epoch().count() == 0) first_token = Clock::now();
 
     const std::string delta = detokenizer ? detokenizer->push(token) : std::string();
-    auto step = stopping->push(token, delta, params.stop.empty() ? std::string() : stop_piece(tokenizer, token));
+    auto step = stopping->push(token, delta, params.stop.empty() ? std::string() : token_piece(tokenizer, token));
     if ((step.reason == sampling::StopReason::Eos || step.reason == sampling::StopReason::Length) && detokenizer) {
         // The last token streams whatever the detokenizer still holds, so that the streamed
         // deltas add up to the final text.
@@ -267,6 +355,7 @@ void LiveRequest::accept(const sampling::TokenChoice& choice, const Tokenizer* t
     event.logprob = choice.logprob;
     event.special = tokenizer && tokenizer->is_special(token);
     event.client_id = client_id;
+    if (token_alternatives) event.alternatives = *token_alternatives;
     if (sink) {
         std::string why;
         if (!emit_token(*sink, event, why)) {
@@ -300,6 +389,8 @@ void LiveRequest::finish(FinishReason reason, const std::string& error) {
     }
     event.token_ids = generated;
     event.logprobs = logprobs;
+    event.alternatives = alternatives;
+    event.prompt_logprobs = prompt_logprobs;
     if (reason != FinishReason::Error && reason != FinishReason::Cancelled) {
         event.sequences = returned;
         // The first is what was streamed; its text is the streamed text.

@@ -14,6 +14,7 @@
 #include "models/kv_pool.h"
 #include "lorascope/params.h"
 #include "lorascope/tokenizer.h"
+#include "sampling/alternatives.h"
 #include "sampling/beam_search.h"
 #include "sampling/logits_processor.h"
 #include "sampling/next_token_chooser.h"
@@ -34,6 +35,12 @@ struct PromptSources {
     const ModelChatTemplates* chat_templates = nullptr;
     std::string no_chat_templates;
 };
+
+// A token's text as it reads after other text (SentencePiece keeps its leading space), a partial
+// UTF-8 character as U+FFFD; empty without a tokenizer or outside the vocabulary.
+std::string token_piece(const Tokenizer* tokenizer, int64_t id);
+std::vector<TokenAlternative> with_text(const std::vector<sampling::Alternative>& alternatives,
+                                        const Tokenizer* tokenizer);
 
 struct LiveRequest {
     RequestId id = 0;
@@ -57,11 +64,18 @@ struct LiveRequest {
     // beams, the rows stream (row 0) when every row has ended.
     std::vector<bool> sample_row_done;
     std::vector<std::vector<float>> sample_row_logprobs;
+    std::vector<std::vector<std::vector<TokenAlternative>>> sample_row_alternatives;   // when asked
     // num_return_sequences > 1: all returned sequences, filled when the search ends.
     std::vector<ReturnedSequence> returned;
 
     std::vector<int64_t> generated;
     std::vector<float> logprobs;
+    std::vector<std::vector<TokenAlternative>> alternatives;   // params.top_alternatives, per generated token
+    // params.prompt_logprobs: the target scored for an encoder-decoder model, and what the prompt
+    // pass (engine/prompt_scoring.h) found once it ran.
+    std::vector<int64_t> target_ids;
+    std::vector<PromptTokenLogprob> prompt_logprobs;
+    bool prompt_scored = false;
     at::Generator generator;           // defined for sampling requests only
     std::unique_ptr<StreamingDetokenizer> detokenizer;
     std::unique_ptr<sampling::StoppingCriteria> stopping;
@@ -113,9 +127,12 @@ struct LiveRequest {
     // generator in row order, rows that ended too (HF keeps drawing for them), so each row draws
     // what HF's row draws. Rows never move: returns the identity.
     std::vector<int64_t> sample_rows_step(const at::Tensor& logits, const Tokenizer* tokenizer);
+    void finish_sampled_rows(const Tokenizer* tokenizer);
 
-    // Records the chosen token, streams its text and finishes the request when a criterion says so.
-    void accept(const sampling::TokenChoice& choice, const Tokenizer* tokenizer);
+    // Records the chosen token (and its alternatives, when asked for), streams its text and
+    // finishes the request when a criterion says so.
+    void accept(const sampling::TokenChoice& choice, const Tokenizer* tokenizer,
+                const std::vector<TokenAlternative>* token_alternatives = nullptr);
     // Sends the one FinishEvent (later calls do nothing).
     void finish(FinishReason reason, const std::string& error = {});
 };

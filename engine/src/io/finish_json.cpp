@@ -25,6 +25,27 @@ std::optional<FinishReason> finish_reason_from_string(const std::string& name) {
     return std::nullopt;
 }
 
+namespace {
+
+Json alternatives_json(const std::vector<std::vector<TokenAlternative>>& per_token) {
+    Json out = Json::array();
+    for (const auto& token : per_token) {
+        Json one = Json::array();
+        for (const auto& a : token) one.push_back({{"token_id", a.token_id}, {"logprob", a.logprob}, {"text", a.text}});
+        out.push_back(std::move(one));
+    }
+    return out;
+}
+
+Json prompt_logprobs_json(const std::vector<PromptTokenLogprob>& tokens) {
+    Json out = Json::array();
+    for (const auto& t : tokens)
+        out.push_back({{"token_id", t.token_id}, {"text", t.text}, {"logprob", t.logprob ? Json(*t.logprob) : Json()}});
+    return out;
+}
+
+}  // namespace
+
 std::string finish_to_json(const FinishEvent& e, const FinishJsonOptions& options) {
     Json id = e.client_id;
     if (options.client_id_is_json) id = Json::parse(e.client_id, nullptr, false);
@@ -39,11 +60,15 @@ std::string finish_to_json(const FinishEvent& e, const FinishJsonOptions& option
                  {"total_ms", e.usage.total_ms}};
     if (e.reason == FinishReason::Stop) line["stop_sequence"] = e.stop_sequence;
     if (!e.logprobs.empty()) line["logprobs"] = e.logprobs;
+    if (!e.alternatives.empty()) line["alternatives"] = alternatives_json(e.alternatives);
+    if (!e.prompt_logprobs.empty()) line["prompt_logprobs"] = prompt_logprobs_json(e.prompt_logprobs);
     if (!e.sequences.empty()) {
         Json sequences = Json::array();
         for (const auto& s : e.sequences) {
             Json one = {{"text", s.text}, {"token_ids", s.token_ids}};
             if (s.score) one["score"] = *s.score;
+            if (!s.logprobs.empty()) one["logprobs"] = s.logprobs;
+            if (!s.alternatives.empty()) one["alternatives"] = alternatives_json(s.alternatives);
             sequences.push_back(std::move(one));
         }
         line["sequences"] = std::move(sequences);
@@ -69,6 +94,41 @@ std::vector<T> numbers(const json::ObjectReader& r, const char* key) {
     return out;
 }
 
+std::vector<std::vector<TokenAlternative>> alternatives_from(const json::ObjectReader& r, const char* key) {
+    std::vector<std::vector<TokenAlternative>> out;
+    const Json* a = r.find(key);
+    if (!a) return out;
+    const char* shape = "must be a list (per token) of lists of {\"token_id\", \"logprob\", \"text\"}";
+    if (!a->is_array()) r.fail_field(key, shape);
+    for (const Json& token : *a) {
+        if (!token.is_array()) r.fail_field(key, shape);
+        std::vector<TokenAlternative> one;
+        for (const Json& alt : token) {
+            if (!alt.is_object()) r.fail_field(key, shape);
+            const json::ObjectReader ar(alt, r.path(), std::string(key) + ".");
+            one.push_back({ar.get_int("token_id", 0), static_cast<float>(ar.get_double("logprob", 0)),
+                           ar.get_string("text", "")});
+        }
+        out.push_back(std::move(one));
+    }
+    return out;
+}
+
+std::vector<PromptTokenLogprob> prompt_logprobs_from(const json::ObjectReader& r) {
+    std::vector<PromptTokenLogprob> out;
+    const Json* a = r.find("prompt_logprobs");
+    if (!a) return out;
+    if (!a->is_array()) r.fail_field("prompt_logprobs", "must be a list of {\"token_id\", \"text\", \"logprob\"}");
+    for (const Json& t : *a) {
+        if (!t.is_object()) r.fail_field("prompt_logprobs", "must be a list of {\"token_id\", \"text\", \"logprob\"}");
+        const json::ObjectReader tr(t, r.path(), "prompt_logprobs.");
+        const auto lp = tr.get_double("logprob");
+        out.push_back({tr.get_int("token_id", 0), tr.get_string("text", ""),
+                       lp ? std::optional<float>(static_cast<float>(*lp)) : std::nullopt});
+    }
+    return out;
+}
+
 }  // namespace
 
 FinishEvent finish_from_json(const std::string& line, const FinishJsonOptions& options, const std::string& source) {
@@ -90,6 +150,8 @@ FinishEvent finish_from_json(const std::string& line, const FinishJsonOptions& o
     e.error = r.get_string("error", "");
     e.token_ids = numbers<int64_t>(r, "token_ids");
     e.logprobs = numbers<float>(r, "logprobs");
+    e.alternatives = alternatives_from(r, "alternatives");
+    e.prompt_logprobs = prompt_logprobs_from(r);
     e.usage.prompt_tokens = r.get_int("prompt_tokens", 0);
     e.usage.generated_tokens = r.get_int("generated_tokens", 0);
     e.usage.queue_ms = r.get_double("queue_ms", 0);
@@ -104,6 +166,8 @@ FinishEvent finish_from_json(const std::string& line, const FinishJsonOptions& o
             one.text = sr.get_string("text", "");
             one.token_ids = numbers<int64_t>(sr, "token_ids");
             one.score = sr.get_double("score");
+            one.logprobs = numbers<float>(sr, "logprobs");
+            one.alternatives = alternatives_from(sr, "alternatives");
             e.sequences.push_back(std::move(one));
         }
     }

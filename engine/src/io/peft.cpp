@@ -107,6 +107,11 @@ AdapterConfig parse_adapter_config(const std::string& json_text, const std::stri
     c.use_rslora = r.get_bool("use_rslora", c.use_rslora);
     c.fan_in_fan_out = r.get_bool("fan_in_fan_out", c.fan_in_fan_out);
     c.bias = r.get_string("bias", c.bias);
+    if (const Json* init = r.find("init_lora_weights"); init && !init->is_null()) {
+        if (init->is_boolean()) c.init_lora_weights = init->get<bool>() ? "true" : "false";
+        else if (init->is_string()) c.init_lora_weights = init->get<std::string>();
+        else r.fail_field("init_lora_weights", "must be true, false or a method's name");
+    }
 
     if (r.get_bool("use_dora", false))
         unsupported("DoRA adapters (use_dora: true) are not supported yet");

@@ -94,6 +94,14 @@ void check_ranges(const GenerationParams& p, const std::string& source) {
     at_least("no_repeat_ngram_size", p.no_repeat_ngram_size, 0);
     at_least("num_beams", p.num_beams, 1);
     at_least("num_return_sequences", p.num_return_sequences, 1);
+    at_least("top_alternatives", p.top_alternatives, 0);
+    at_least("best_of", p.best_of, 1);
+    at_least("truncate", p.truncate, 1);
+    if (p.top_alternatives && *p.top_alternatives > kMaxTopAlternatives)
+        reject(source, "top_alternatives must be at most " + std::to_string(kMaxTopAlternatives) + ", got " +
+                           std::to_string(*p.top_alternatives));
+    if (p.best_of && *p.best_of > kMaxBestOf)
+        reject(source, "best_of must be at most " + std::to_string(kMaxBestOf) + ", got " + std::to_string(*p.best_of));
     if (p.temperature && *p.temperature < 0)
         reject(source, "temperature must be greater than 0, got " + format_number(*p.temperature));
     if (p.temperature && *p.temperature != 0)
@@ -123,6 +131,22 @@ void check_stops(const GenerationParams& p, const std::string& source, const Par
             reject(source, "a stop sequence of " + std::to_string(s.size()) + " bytes is longer than the " +
                                std::to_string(limits.max_stop_bytes) + " allowed");
     }
+}
+
+// What issue 32's parameters cannot be combined with (after merging, so that generation_config.json's
+// beams count too).
+void check_inspection(const ResolvedGenerationParams& r, const std::string& source) {
+    if (r.top_alternatives > 0 && r.num_beams > 1)
+        reject(source, "top_alternatives is not supported with beam search (num_beams > 1): a beam's scores are not "
+                       "the distribution its token was chosen from");
+    if (r.best_of <= 1) return;
+    // As LoRAX's router: best_of picks among sampled candidates.
+    if (!r.do_sample) reject(source, "best_of (" + std::to_string(r.best_of) + ") needs sampling: set do_sample to true");
+    if (r.num_beams > 1) reject(source, "best_of is not supported with beam search (num_beams > 1)");
+    if (r.num_return_sequences > 1)
+        reject(source, "best_of and num_return_sequences > 1 cannot be combined: best_of returns its best candidate first "
+                       "and the others after it");
+    if (!r.stop.empty()) reject(source, "stop sequences are not supported with best_of > 1");
 }
 
 }  // namespace
@@ -174,11 +198,16 @@ GenerationParams generation_params_from_json(const Json& object, const std::stri
             p.seed = v.get<uint64_t>();
         } else if (key == "ignore_eos") p.ignore_eos = read_bool(source, key, v);
         else if (key == "logprobs") p.logprobs = read_bool(source, key, v);
+        else if (key == "top_alternatives") p.top_alternatives = read_int(source, key, v);
+        else if (key == "prompt_logprobs") p.prompt_logprobs = read_bool(source, key, v);
+        else if (key == "best_of") p.best_of = read_int(source, key, v);
+        else if (key == "truncate") p.truncate = read_int(source, key, v);
         else
             reject(source, "unknown parameter '" + key +
                                "' (known: max_new_tokens, min_new_tokens, do_sample, temperature, top_k, top_p, "
                                "typical_p, min_p, repetition_penalty, no_repeat_ngram_size, num_beams, num_return_sequences, "
-                               "length_penalty, early_stopping, stop, seed, ignore_eos, logprobs)");
+                               "length_penalty, early_stopping, stop, seed, ignore_eos, logprobs, top_alternatives, "
+                               "prompt_logprobs, best_of, truncate)");
     }
     check_generation_params(p, source, limits);
     return p;
@@ -236,6 +265,10 @@ ResolvedGenerationParams resolve(const GenerationParams& p, const GenerationConf
     r.seed = p.seed;
     r.ignore_eos = p.ignore_eos.value_or(false);
     r.logprobs = p.logprobs.value_or(false);
+    r.top_alternatives = p.top_alternatives.value_or(0);
+    r.prompt_logprobs = p.prompt_logprobs.value_or(false);
+    r.best_of = p.best_of.value_or(1);
+    r.truncate = p.truncate;
     r.eos_token_ids = c.eos_token_ids;
     r.forced_bos_token_id = c.forced_bos_token_id;
     r.forced_eos_token_id = c.forced_eos_token_id;
@@ -279,6 +312,7 @@ ResolvedGenerationParams resolve(const GenerationParams& p, const GenerationConf
         reject(source, "stop sequences are not supported with num_return_sequences > 1");
     if (r.num_beams > 1 && !r.stop.empty())
         reject(source, "stop sequences are not supported with beam search (num_beams > 1)");
+    check_inspection(r, source);
     return r;
 }
 

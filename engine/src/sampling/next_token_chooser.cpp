@@ -25,7 +25,7 @@ std::vector<TokenChoice> choose_next_tokens(const at::Tensor& scores, const std:
     std::vector<int64_t> greedy, sampled, with_logprobs;
     for (size_t r = 0; r < rows.size(); ++r) {
         (rows[r].params->do_sample ? sampled : greedy).push_back(static_cast<int64_t>(r));
-        if (rows[r].params->logprobs) with_logprobs.push_back(static_cast<int64_t>(r));
+        if (rows[r].params->needs_logprobs()) with_logprobs.push_back(static_cast<int64_t>(r));
         out[r].logprob = std::numeric_limits<float>::quiet_NaN();
     }
     const auto long_options = at::TensorOptions().dtype(at::kLong);

@@ -27,7 +27,7 @@ at::Generator make_request_generator(uint64_t seed);
 
 struct TokenChoice {
     int64_t token_id = 0;
-    float logprob = 0.0f;   // NaN unless the row's params ask for logprobs
+    float logprob = 0.0f;   // NaN unless the row needs logprobs (ResolvedGenerationParams::needs_logprobs)
     std::string error;      // non-empty: no token for this row (its distribution was not one)
 };
 
