@@ -257,6 +257,28 @@ private Q_SLOTS:
         dir = adapter_with("ad_regex", R"J({"peft_type": "LORA", "target_modules": "(?P<x>q)"})J", "{" + a + ", " + b + "}", 64);
         expect_error([&] { io::PeftAdapter::open(dir); }, ErrorKind::Unsupported,
                      {dir + "/adapter_config.json", "target_modules"}, "regex we cannot evaluate");
+        // Patterns are untrusted: nested repetition backtracks exponentially in std::regex (a hang
+        // on a 40-character module name), so it is refused; so are rank_pattern keys like it.
+        for (const std::string pattern : {"(a+)+b", "(.*)*x", "((q|k)_proj.*){2,}z", "(?:[a-z]+\\\\.)*lm"}) {
+            dir = adapter_with("ad_nested", R"({"peft_type": "LORA", "target_modules": ")" + pattern + R"("})",
+                               "{" + a + ", " + b + "}", 64);
+            expect_error([&] { io::PeftAdapter::open(dir); }, ErrorKind::Unsupported,
+                         {dir + "/adapter_config.json", "target_modules", "repeats a group"}, pattern.c_str());
+        }
+        dir = adapter_with("ad_nested_rank", R"({"peft_type": "LORA", "target_modules": ["dense"], "rank_pattern": {"(d+)+x": 4}})",
+                           "{" + a + ", " + b + "}", 64);
+        expect_error([&] { io::PeftAdapter::open(dir); }, ErrorKind::Unsupported,
+                     {dir + "/adapter_config.json", "rank_pattern", "repeats a group"}, "nested rank_pattern key");
+        // What PEFT writes stays accepted: single repeated atoms, alternations, lookahead.
+        for (const std::string pattern : {".*decoder.*(SelfAttention|EncDecAttention).*(q|v)$", "^(?!.*lm_head).*dense$"}) {
+            dir = adapter_with("ad_ok_regex", R"({"peft_type": "LORA", "target_modules": ")" + pattern + R"("})",
+                               "{" + a + ", " + b + "}", 64);
+            try {
+                io::PeftAdapter::open(dir);
+            } catch (const lorascope::Error& e) {
+                QVERIFY2(QString(e.what()).indexOf("repeats a group") < 0, e.what());
+            }
+        }
     }
 
     // JSON nested 500,000 deep (1 MB) where a file holds a value the loader quotes in its error

@@ -241,7 +241,7 @@ void FakeEngine::run() {
             if (row.produced < row.tokens.size()) {
                 const Token& t = row.tokens[row.produced++];
                 if (row.produced == 1) row.first_token = std::chrono::steady_clock::now();
-                TokenEvent e{row.id, t.id, t.text, t.logprob, false, {}};
+                TokenEvent e{row.id, t.id, t.text, t.logprob, false, {}, {}};
                 row.sink->on_token(e);
             }
         }

@@ -32,10 +32,10 @@ private Q_SLOTS:
         RequestRecord r;
         r.text = QStringLiteral("best");
         QCOMPARE(r.detailText(), QStringLiteral("best"));
-        r.sequences = {{"best", {5, 2}, -0.25}, {"second", {6, 2}, -0.5}, {"third", {7, 7, 2}, -1.125}};
+        r.sequences = {{"best", {5, 2}, -0.25, {}, {}}, {"second", {6, 2}, -0.5, {}, {}}, {"third", {7, 7, 2}, -1.125, {}, {}}};
         QCOMPARE(r.detailText(), QStringLiteral("best\n\n[sequence 2 of 3, score -0.5000]\nsecond"
                                                 "\n\n[sequence 3 of 3, score -1.1250]\nthird"));
-        r.sequences = {{"best", {5, 2}, std::nullopt}, {"other", {6, 2}, std::nullopt}};   // sampled: no score
+        r.sequences = {{"best", {5, 2}, std::nullopt, {}, {}}, {"other", {6, 2}, std::nullopt, {}, {}}};   // sampled: no score
         QCOMPARE(r.detailText(), QStringLiteral("best\n\n[sequence 2 of 2]\nother"));
         // A failure keeps what streamed before it (issue 31 item 2): the text, then the error.
         r.error = QStringLiteral("boom");

@@ -58,10 +58,16 @@ const std::vector<std::string>& registration_order(Family family) {
                                                   "k_proj", "v_proj", "q_proj", "out_proj"};
     static const std::vector<std::string> bloom = {"transformer", "lm_head", "h", "self_attention", "mlp",
                                                    "query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"};
+    // LlamaForCausalLM / MistralForCausalLM / Qwen2ForCausalLM (transformers 4.46's __init__ order).
+    static const std::vector<std::string> llama = {"model", "lm_head", "embed_tokens", "layers", "norm",
+                                                   "self_attn", "mlp", "input_layernorm", "post_attention_layernorm",
+                                                   "q_proj", "k_proj", "v_proj", "o_proj",
+                                                   "gate_proj", "up_proj", "down_proj"};
     switch (family) {
         case Family::T5: return t5;
         case Family::Bart: return bart;
         case Family::Bloom: return bloom;
+        case Family::Llama: return llama;
     }
     return t5;
 }

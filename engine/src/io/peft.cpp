@@ -20,9 +20,50 @@ bool ends_with(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// Patterns come from adapter files, so they are untrusted: std::regex backtracks, and a repeated
+// group that itself repeats ("(a+)+b", "(.*)*x") takes time exponential in the module name's
+// length, a hang rather than an error. PEFT's published patterns repeat single atoms only
+// (".*decoder.*(SelfAttention|EncDecAttention).*(q|v)$"), so nested repetition and patterns
+// longer than kMaxPatternBytes are refused. An empty string when the pattern is fine.
+constexpr size_t kMaxPatternBytes = 1024;
+
+std::string pattern_too_costly(const std::string& pattern) {
+    if (pattern.size() > kMaxPatternBytes)
+        return "is " + std::to_string(pattern.size()) + " bytes (at most " + std::to_string(kMaxPatternBytes) + ")";
+    std::vector<bool> group_repeats{false};  // per open group: whether something inside it repeats
+    bool class_open = false;
+    for (size_t i = 0; i < pattern.size(); ++i) {
+        const char c = pattern[i];
+        if (c == '\\') {
+            ++i;
+            continue;
+        }
+        if (class_open) {
+            class_open = c != ']';
+            continue;
+        }
+        const bool quantifier = c == '*' || c == '+' || c == '{' || (c == '?' && i > 0 && pattern[i - 1] != '(');
+        if (c == '[') class_open = true;
+        else if (c == '(') group_repeats.push_back(false);
+        else if (c == ')' && group_repeats.size() > 1) {
+            const bool inner = group_repeats.back();
+            group_repeats.pop_back();
+            const char next = i + 1 < pattern.size() ? pattern[i + 1] : '\0';
+            if (inner && (next == '*' || next == '+' || next == '{'))
+                return "repeats a group that itself repeats (exponential backtracking)";
+            if (inner) group_repeats.back() = true;
+        } else if (quantifier) {
+            group_repeats.back() = true;
+        }
+    }
+    return {};
+}
+
 // Python's re and ECMAScript agree on the patterns adapters use; anything std::regex cannot
 // compile is refused up front rather than silently matching nothing.
 std::regex compile(const std::string& pattern, const std::string& path, const std::string& field) {
+    if (const std::string why = pattern_too_costly(pattern); !why.empty())
+        throw Error(ErrorKind::Unsupported, path, "'" + field + "' pattern '" + pattern.substr(0, 80) + "' " + why);
     try {
         return std::regex(pattern, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
