@@ -23,7 +23,8 @@ import torch
 from transformers import AutoTokenizer, BloomConfig, BloomForCausalLM
 
 from models_oracle import randomize
-from tokenizers_oracle import CORPUS, build_bloom_style
+from tokenizer_records import load_corpus
+from tokenizers_oracle import build_bloom_style
 
 MAX_NEW_TOKENS = 8
 # Greedy with a repetition penalty: a tiny random model repeats one token otherwise, and outputs that
@@ -55,8 +56,7 @@ REFUSAL = {"messages": [{"role": "developer", "content": "x"}]}
 
 
 def build(out_dir):
-    with open(CORPUS, encoding="utf-8") as f:
-        corpus = json.load(f)
+    corpus = load_corpus()
     mdir = os.path.join(out_dir, "model")
     tok = build_bloom_style(mdir, corpus)
     tok.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
