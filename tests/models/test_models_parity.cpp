@@ -147,7 +147,10 @@ private Q_SLOTS:
         for (const auto& c : rec["score"]) {
             const auto result = models::score(*model, ids_of(c["source_ids"]), ids_of(c["labels"]));
             const double expected = c["loss"].get<double>();
-            if (std::abs(result.loss - expected) > 1e-5)
+            // 1e-5, or two float32 ulps of the loss where it is large: marian_shared's loss of 97.06
+            // is 1.5e-5 from HF's under LORASCOPE_CPU_ISA=avx2 (another summation order; HF's own
+            // float32 loss carries ~6e-6 per rounding there). The bound is 1e-4.
+            if (std::abs(result.loss - expected) > std::max(1e-5, 2.4e-7 * std::abs(expected)))
                 QFAIL(qPrintable(QString("%1: loss %2 vs HF %3").arg(variant).arg(result.loss, 0, 'g', 10).arg(expected, 0, 'g', 10)));
             const auto& lps = c["token_logprobs"];
             QCOMPARE(result.token_logprobs.size(), lps.size());
