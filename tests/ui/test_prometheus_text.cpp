@@ -173,9 +173,13 @@ private Q_SLOTS:
             }
             return best;
         };
-        const double small = cost(5000), large = cost(40000);
+        // 1,000 and 8,000 labels: both lines and their label sets stay within a core's L2 cache. At
+        // 5,000 and 40,000 the larger one spilled to L3 and a fresh-clone CI run measured 24.5x for
+        // the linear check (0.55 ms, 13.5 ms); the quadratic one took 1,101 ms at 40,000, so about
+        // 44 ms at 8,000, against the 12 ms allowed.
+        const double small = cost(1000), large = cost(8000);
         QVERIFY(small >= 0 && large >= 0);
-        QVERIFY2(large < 24 * std::max(small, 0.5), qPrintable(QStringLiteral("5,000 labels %1 ms, 40,000 labels %2 ms").arg(small).arg(large)));
+        QVERIFY2(large < 24 * std::max(small, 0.5), qPrintable(QStringLiteral("1,000 labels %1 ms, 8,000 labels %2 ms").arg(small).arg(large)));
     }
 
     void readsLoraxNames() {
