@@ -113,8 +113,10 @@ class LabRealEngineTest : public QObject {
                             QStringLiteral(LORASCOPE_TEST_DEMO_DIR), QStringLiteral("--workload"), workload,
                             QStringLiteral("--steps-csv"), csv, QStringLiteral("--max-batch-size"),
                             QString::number(o.max_batch_size), QStringLiteral("--max-batch-tokens"),
-                            QString::number(o.max_batch_tokens), QStringLiteral("--prefill-budget"),
-                            QString::number(o.prefill_budget_tokens)};
+                            QString::number(o.max_batch_tokens)};
+        // Absent: the budget in time (kPrefillBudgetInTime), the CLI's default as the engine's.
+        if (o.prefill_budget_tokens >= 0) args << QStringLiteral("--prefill-budget") << QString::number(o.prefill_budget_tokens);
+        if (o.tpot_target_ms > 0) args << QStringLiteral("--tpot-target-ms") << QString::number(o.tpot_target_ms);
         if (o.static_batching) args << QStringLiteral("--static");
         const test::CliResult r = test::run_cli_command(args, 240000);
         if (r.exit_code != 0) {

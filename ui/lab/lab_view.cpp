@@ -216,8 +216,13 @@ void LabView::usePreset() {
     QStringList adapters;
     for (const auto& a : bridge_->adapters()) adapters << QString::fromStdString(a.name);
     form_->setWorkload(LabWorkloadForm::preset(adapters));
+    // A token budget, not the engine's default budget in time: the preset is for comparing
+    // policies, and with a token budget a run's steps are the same every time and the same as
+    // `lorascope-cli bench --prefill-budget 16` on the exported workload (the budget in time follows
+    // the step times this machine measures as it runs).
     EngineOptions a;
     a.max_batch_size = 8;
+    a.prefill_budget_tokens = 16;
     EngineOptions b = a;
     b.static_batching = true;
     policies_->setPolicy(0, a);
