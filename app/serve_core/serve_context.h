@@ -9,9 +9,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "lorascope/engine.h"
+#include "lorascope/local_adapters.h"
 #include "lorascope/tokenizer.h"
 #include "serve_metrics.h"
 #include "serve_protocol.h"
@@ -45,6 +48,9 @@ struct ServeOptions {
     std::string host = "127.0.0.1";
     int port = 8080;                     // 0: any free port
     std::string api_token;               // empty: no authentication
+    // --adapter-dir: requests may name adapter directories under it (adapter_source "local");
+    // empty: they may not.
+    std::string adapter_dir;
     ServeLimits limits;
 };
 
@@ -83,7 +89,9 @@ struct ServeContext {
     ServeContext(Engine& engine_, ServedModel model_, const Tokenizer* tokenizer_, ServeOptions options_,
                  nlohmann::json info_)
         : engine(engine_), model(std::move(model_)), tokenizer(tokenizer_), options(std::move(options_)),
-          info(std::move(info_)) {}
+          info(std::move(info_)) {
+        if (!options.adapter_dir.empty()) adapter_directory.emplace(options.adapter_dir);
+    }
 
     Engine& engine;
     const ServedModel model;
@@ -91,6 +99,7 @@ struct ServeContext {
     const ServeOptions options;
     const nlohmann::json info;           // GET /info's body
     const std::shared_ptr<Metrics> metrics = std::make_shared<Metrics>();
+    std::optional<AdapterDirectory> adapter_directory;   // from options.adapter_dir; throws if it is not one
 
     std::atomic<bool> draining{false};   // new requests are answered 503
     std::atomic<int64_t> open_requests{0};
@@ -106,7 +115,13 @@ struct ServeContext {
     // Requests not yet answered in full, or still in the engine.
     int64_t requests_in_flight() const;
 
+    // A parsed request made ready to submit: its local adapter loaded (load_local_adapter_for, one
+    // load at a time, so that two requests naming one directory register it once), then fitted to
+    // the budget (fit_to_budget). HttpError 422 when either refuses it.
+    void prepare_request(ParsedRequest& request);
+
 private:
+    std::mutex local_adapters_mutex_;
     std::atomic<int64_t> serving_{0};
     std::atomic<int64_t> reading_bytes_{0};
 };
