@@ -41,6 +41,12 @@ struct ServeLimits {
     std::chrono::seconds keep_alive_timeout{5};    // waiting for the first byte of a request
     std::chrono::seconds write_timeout{30};        // one write to a client that does not read
     int64_t max_stream_backlog_bytes = 1 << 20;    // a stream's unsent events; past it: cancelled
+    // Each connection's kernel send buffer (SO_SNDBUF; Linux doubles it for its bookkeeping).
+    // Left alone, Linux grows it up to tcp_wmem's maximum (4 MiB): a loopback client that stopped
+    // reading took 2.99 MB before the server's send blocked (measured), kernel memory that every
+    // slow client could pin beyond max_stream_backlog_bytes. 64 KiB still fills a 1 ms round trip
+    // at 64 MB/s, far above a token stream's rate.
+    int64_t send_buffer_bytes = 64 << 10;
     int workers = 2;                     // threads that parse, tokenize and submit request bodies
 };
 

@@ -470,7 +470,7 @@ def run_disconnect_whole(url):
 
 
 def run_auth_and_drain(url, token):
-    """Checks the API token, then streams one request across the server's SIGTERM (sent by the
+    """Checks the API token, then holds one stream open across the server's SIGTERM (sent by the
     C++ test when this prints "streaming"): the stream must complete, later requests get 503."""
     good = {"Authorization": "Bearer " + token}
     body = json.dumps({"inputs": "rain owl jam", "parameters": {"max_new_tokens": 8}})
@@ -487,25 +487,37 @@ def run_auth_and_drain(url, token):
     check(client.generate("rain owl jam", max_new_tokens=8).generated_text == r.json()["generated_text"],
           "lorax-client with headers= got another answer")
 
-    final = None
-    first = True
-    for ev in client.generate_stream("queen wolf kite goat sun", max_new_tokens=10000, ignore_eos_token=True):
-        if first:
-            print("streaming", flush=True)
-            first = False
-            # The signal arrives while the request runs (10000 tokens: about 4 s on an idle machine);
-            # /health turns 503 once the server drains.
-            deadline = time.monotonic() + 60
-            while requests.get(url + "/health", timeout=10).status_code != 503:
-                check(time.monotonic() < deadline, "/health never reported the drain")
-                time.sleep(0.02)
-            r = post_raw(url, "/generate", body, good)
-            expect_error(r, 503, "unavailable", "shutting down", "a request during the drain")
-        if ev.generated_text is not None:
-            final = ev
-    check(final is not None and final.details.generated_tokens == 10000,
-          "the running stream did not complete across SIGTERM: %s" % final)
-    print(json.dumps({"drained": True, "generated_tokens": final.details.generated_tokens}), flush=True)
+    # A stream held open by its client: it reads the first event, then nothing until the drain has
+    # been seen. The server's send buffer is bounded (ServeLimits::send_buffer_bytes): a client
+    # that stops reading holds ~270 KB in the kernel's buffers on both ends (measured with Python
+    # sockets), so of the ~850 KB that 700 tokens make with 20 alternatives each (~1.2 KB an
+    # event) most cannot leave the server, and the stream is in flight at SIGTERM however fast or
+    # slow the engine runs; the rest stays within the 1 MiB backlog past which a slow reader is
+    # cut off. (A small SO_RCVBUF here would not do: on loopback, with its 64 KiB segments, the
+    # receiver then advertises a zero window.)
+    u = urllib.parse.urlparse(url)
+    tokens = 700
+    status, sock, stream = open_stream(u.hostname, u.port, {"inputs": "queen wolf kite goat sun", "parameters": {
+        "max_new_tokens": tokens, "ignore_eos_token": True, "details": True, "return_k_alternatives": 20}},
+        headers=good)
+    if status != 200:
+        fail("the held stream was refused: %s" % list(stream))
+    events = [next(stream)]
+    print("streaming", flush=True)
+    # /health turns 503 once the server drains; new requests are refused while the stream is open.
+    deadline = time.monotonic() + 60
+    while requests.get(url + "/health", timeout=10).status_code != 503:
+        check(time.monotonic() < deadline, "/health never reported the drain")
+        time.sleep(0.02)
+    r = post_raw(url, "/generate", body, good)
+    expect_error(r, 503, "unavailable", "shutting down", "a request during the drain")
+    events += list(stream)
+    sock.close()
+    final = events[-1]
+    check(final.get("generated_text") is not None and final["details"]["generated_tokens"] == tokens
+          and len(events) == tokens,
+          "the held stream did not complete across SIGTERM: %d events, last %s" % (len(events), final))
+    print(json.dumps({"drained": True, "generated_tokens": final["details"]["generated_tokens"]}), flush=True)
 
 
 def main():

@@ -369,7 +369,7 @@ private Q_SLOTS:
     void api_token_is_required_never_printed_and_sigterm_drains() {
         const std::string token = "sekrit-7f3a9c";
         Server guarded;
-        // A grace far above the drained stream's few seconds, so that a loaded machine cannot cut it.
+        // A grace far above the held stream's few seconds, so that a loaded machine cannot cut it.
         QVERIFY(guarded.start({"--api-token", q(token), "--shutdown-grace-seconds", "400"}));
         QCOMPARE(guarded.hello.at("authentication").get<bool>(), true);
         QProcess client;
