@@ -258,7 +258,8 @@ void fit_to_budget(ParsedRequest& r, const ServedModel& model, const Tokenizer* 
         // generate()'s input_ids, the decoder start token for encoder-decoders.
         const int64_t input_ids_length = model.encoder_decoder ? 1 : prompt;
         r.max_new_tokens = resolved.max_new_tokens_for(input_ids_length);
-        check_request_budget(std::max<int64_t>(1, resolved.best_of), prompt, r.max_new_tokens, model.budget, "parameters");
+        const int64_t rows = std::max<int64_t>(1, resolved.best_of);
+        check_request_budget(rows, prompt, r.max_new_tokens, model.budget, "parameters");
     } catch (const Error& e) {
         invalid(e.what());
     }

@@ -18,7 +18,8 @@ bool wants_alternatives(const ParsedRequest& r) { return r.request.params.top_al
 json alternatives_json(const std::vector<TokenAlternative>* alternatives) {
     json list = json::array();
     if (alternatives)
-        for (const auto& a : *alternatives) list.push_back({{"id", a.token_id}, {"text", a.text}, {"logprob", a.logprob}});
+        for (const auto& a : *alternatives)
+            list.push_back({{"id", a.token_id}, {"text", a.text}, {"logprob", a.logprob}});
     return list;
 }
 
@@ -36,7 +37,8 @@ json prefill_json(const ParsedRequest& r, const FinishEvent& f, const ServedMode
     if (!r.decoder_input_details) return prefill;
     if (!model.encoder_decoder) {
         for (const auto& t : f.prompt_logprobs)
-            prefill.push_back({{"id", t.token_id}, {"text", t.text}, {"logprob", t.logprob ? json(*t.logprob) : json()}});
+            prefill.push_back(
+                {{"id", t.token_id}, {"text", t.text}, {"logprob", t.logprob ? json(*t.logprob) : json()}});
     } else if (model.decoder_start_token_id) {
         const int64_t start = *model.decoder_start_token_id;
         prefill.push_back({{"id", start},
@@ -62,7 +64,8 @@ json best_of_sequences(const ParsedRequest& r, const FinishEvent& f, const json&
                       {"text", tokenizer ? tokenizer->token_bytes(id, j == 0).value_or(std::string()) : std::string()},
                       {"logprob", j < s.logprobs.size() ? s.logprobs[j] : 0.0f},
                       {"special", tokenizer && tokenizer->is_special(id)}};
-            if (wants_alternatives(r)) t["alternative_tokens"] = alternatives_json(j < s.alternatives.size() ? &s.alternatives[j] : nullptr);
+            if (wants_alternatives(r))
+                t["alternative_tokens"] = alternatives_json(j < s.alternatives.size() ? &s.alternatives[j] : nullptr);
             tokens.push_back(std::move(t));
         }
         const auto n = static_cast<int64_t>(s.token_ids.size());
@@ -97,7 +100,8 @@ json lorax_details(const ParsedRequest& r, const FinishEvent& f, const std::vect
                     {"seed", r.seed ? json(*r.seed) : json(nullptr)},
                     {"prefill", prefill},
                     {"tokens", list}};
-    if (r.request.params.best_of.value_or(1) > 1) details["best_of_sequences"] = best_of_sequences(r, f, prefill, model, tokenizer);
+    if (r.request.params.best_of.value_or(1) > 1)
+        details["best_of_sequences"] = best_of_sequences(r, f, prefill, model, tokenizer);
     return details;
 }
 
