@@ -37,13 +37,15 @@ const char* const kUsage =
     "usage: lorascope-cli serve --model DIR [--adapter NAME=DIR]... [--host 127.0.0.1] [--port 8080]\n"
     "         [--api-token-file FILE] [--max-connections 64] [--max-open-connections 4096] [--max-body-bytes 1048576]\n"
     "         [--max-header-bytes 16384] [--request-timeout-seconds 30] [--keep-alive-seconds 5]\n"
-    "         [--shutdown-grace-seconds 30]\n"
+    "         [--shutdown-grace-seconds 30] [--adapter-dir DIR]\n"
     "         [--threads N] [--device cpu|cuda] [--dtype float32|bfloat16|int8|int4|float16] [--max-batch-size N]\n"
     "         [--kv-cache-dtype auto|float32|bfloat16|float16] [--max-batch-tokens N] [--adapter-memory-budget BYTES]\n"
     "       lorascope-cli serve --demo [--demo-model t5|bart|bloom] [--demo-dir DIR] [options above]\n"
     "  LoRAX's HTTP API: POST / , /generate, /generate_stream (Server-Sent Events), /v1/completions (OpenAI;\n"
     "  `model` names an adapter or the base); GET /health, /info, /metrics (Prometheus), /v1/models.\n"
     "  `adapter_id` selects an adapter loaded with --adapter; an unknown one is answered 422.\n"
+    "  --adapter-dir DIR: requests with \"adapter_source\": \"local\" may name adapter directories under DIR\n"
+    "          (relative to it or absolute); a path leaving it (.., a symbolic link) is answered 422.\n"
     "  --port 0 picks a free port. The first line on stdout is {\"listening\": \"http://HOST:PORT\", ...}.\n"
     "  API token: the environment variable LORASCOPE_API_TOKEN or the first line of --api-token-file (--api-token\n"
     "          TOKEN works too, but any user can read a command line in ps). Every route but /health then needs\n"
@@ -144,6 +146,7 @@ serve::ServeOptions serve_options_from(const Args& args) {
     l.max_header_bytes = in_range(args, "max-header-bytes", l.max_header_bytes, 1024, int64_t(1) << 20);
     l.request_timeout = std::chrono::seconds(in_range(args, "request-timeout-seconds", l.request_timeout.count(), 1, 3600));
     l.keep_alive_timeout = std::chrono::seconds(in_range(args, "keep-alive-seconds", l.keep_alive_timeout.count(), 1, 3600));
+    o.adapter_dir = args.get_or("adapter-dir", "");
     if (const char* env = std::getenv("LORASCOPE_API_TOKEN")) o.api_token = env;
     if (auto file = args.get("api-token-file")) o.api_token = read_token_file(*file);
     if (auto token = args.get("api-token")) {
@@ -227,7 +230,8 @@ int cmd_serve(int argc, char** argv) {
     }
     std::vector<std::string> known = {"help", "demo", "host", "port", "api-token", "api-token-file", "max-connections",
                                       "max-open-connections", "max-body-bytes", "max-header-bytes",
-                                      "request-timeout-seconds", "keep-alive-seconds", "shutdown-grace-seconds"};
+                                      "request-timeout-seconds", "keep-alive-seconds", "shutdown-grace-seconds",
+                                      "adapter-dir"};
     for (const auto& k : engine_option_names())
         if (k != "profile") known.push_back(k);
     for (const auto& k : demo_option_names()) known.push_back(k);

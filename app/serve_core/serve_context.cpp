@@ -39,6 +39,15 @@ bool ServeContext::try_reserve_reading(int64_t bytes) {
 
 void ServeContext::release_reading(int64_t bytes) { reading_bytes_ -= bytes; }
 
+void ServeContext::prepare_request(ParsedRequest& request) {
+    if (request.local_adapter) {
+        std::lock_guard<std::mutex> lock(local_adapters_mutex_);
+        request.request.adapter = load_local_adapter_for(*request.local_adapter,
+                                                         adapter_directory ? &*adapter_directory : nullptr, engine);
+    }
+    fit_to_budget(request, model, tokenizer);
+}
+
 int64_t ServeContext::requests_in_flight() const { return std::max<int64_t>(open_requests, metrics->requests_in_engine()); }
 
 }  // namespace lorascope::serve

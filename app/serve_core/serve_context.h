@@ -9,9 +9,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "lorascope/engine.h"
+#include "lorascope/local_adapters.h"
 #include "lorascope/tokenizer.h"
 #include "serve_metrics.h"
 #include "serve_protocol.h"
@@ -38,6 +41,12 @@ struct ServeLimits {
     std::chrono::seconds keep_alive_timeout{5};    // waiting for the first byte of a request
     std::chrono::seconds write_timeout{30};        // one write to a client that does not read
     int64_t max_stream_backlog_bytes = 1 << 20;    // a stream's unsent events; past it: cancelled
+    // Each connection's kernel send buffer (SO_SNDBUF; Linux doubles it for its bookkeeping).
+    // Left alone, Linux grows it up to tcp_wmem's maximum (4 MiB): a loopback client that stopped
+    // reading took 2.99 MB before the server's send blocked (measured), kernel memory that every
+    // slow client could pin beyond max_stream_backlog_bytes. 64 KiB still fills a 1 ms round trip
+    // at 64 MB/s, far above a token stream's rate.
+    int64_t send_buffer_bytes = 64 << 10;
     int workers = 2;                     // threads that parse, tokenize and submit request bodies
 };
 
@@ -45,6 +54,9 @@ struct ServeOptions {
     std::string host = "127.0.0.1";
     int port = 8080;                     // 0: any free port
     std::string api_token;               // empty: no authentication
+    // --adapter-dir: requests may name adapter directories under it (adapter_source "local");
+    // empty: they may not.
+    std::string adapter_dir;
     ServeLimits limits;
 };
 
@@ -83,7 +95,9 @@ struct ServeContext {
     ServeContext(Engine& engine_, ServedModel model_, const Tokenizer* tokenizer_, ServeOptions options_,
                  nlohmann::json info_)
         : engine(engine_), model(std::move(model_)), tokenizer(tokenizer_), options(std::move(options_)),
-          info(std::move(info_)) {}
+          info(std::move(info_)) {
+        if (!options.adapter_dir.empty()) adapter_directory.emplace(options.adapter_dir);
+    }
 
     Engine& engine;
     const ServedModel model;
@@ -91,6 +105,7 @@ struct ServeContext {
     const ServeOptions options;
     const nlohmann::json info;           // GET /info's body
     const std::shared_ptr<Metrics> metrics = std::make_shared<Metrics>();
+    std::optional<AdapterDirectory> adapter_directory;   // from options.adapter_dir; throws if it is not one
 
     std::atomic<bool> draining{false};   // new requests are answered 503
     std::atomic<int64_t> open_requests{0};
@@ -106,7 +121,13 @@ struct ServeContext {
     // Requests not yet answered in full, or still in the engine.
     int64_t requests_in_flight() const;
 
+    // A parsed request made ready to submit: its local adapter loaded (load_local_adapter_for, one
+    // load at a time, so that two requests naming one directory register it once), then fitted to
+    // the budget (fit_to_budget). HttpError 422 when either refuses it.
+    void prepare_request(ParsedRequest& request);
+
 private:
+    std::mutex local_adapters_mutex_;
     std::atomic<int64_t> serving_{0};
     std::atomic<int64_t> reading_bytes_{0};
 };

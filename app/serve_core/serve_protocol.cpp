@@ -4,6 +4,7 @@
 #include <mutex>
 #include <random>
 
+#include "lorascope/adapter.h"
 #include "lorascope/error.h"
 #include "lorascope/json_input.h"
 #include "lorascope/params_json.h"
@@ -94,7 +95,79 @@ std::string resolve_adapter(const std::string& name, const ServedModel& model, c
     if (name.empty() || name == model.model_id) return "";
     if (std::find(model.adapters.begin(), model.adapters.end(), name) != model.adapters.end()) return name;
     invalid(std::string("`") + field + "` \"" + name + "\" is not an adapter of this server (loaded: " +
-            join(model.adapters) + "); lorascope serve loads adapters at start-up with --adapter NAME=DIR");
+            join(model.adapters) + "); lorascope serve loads adapters at start-up with --adapter NAME=DIR, or " +
+            "adapter_source \"local\" names one under --adapter-dir");
+}
+
+// LoRAX's adapter_id, adapter_source and merged_adapters: an adapter loaded at start-up, one under
+// --adapter-dir (loaded by prepare_request), a merge of loaded ones, or the base model.
+void parse_lorax_adapter(const json& p, ParsedRequest& r, const ServedModel& model) {
+    const auto adapter = read_string(p, "adapter_id");
+    const auto source = read_string(p, "adapter_source");
+    const bool merged = p.contains("merged_adapters") && !p["merged_adapters"].is_null();
+    if (merged && adapter) invalid("you must specify at most one of `adapter_id` or `merged_adapters`");
+    if (source && *source != "local") {
+        if (*source == "hub" || *source == "s3" || *source == "pbase")
+            invalid("`adapter_source` \"" + *source + "\" is not supported by lorascope serve: adapters are never "
+                    "downloaded; use \"local\" (a directory under --adapter-dir), or omit it for an adapter loaded "
+                    "at start-up");
+        invalid("`adapter_source` must be one of hub, local, s3, pbase");   // LoRAX's ADAPTER_SOURCES
+    }
+    if (source) {
+        if (merged) invalid("`merged_adapters` merges adapters loaded at start-up: omit `adapter_source`");
+        if (!adapter || adapter->empty())
+            invalid("`adapter_source` \"local\" needs `adapter_id`: the adapter's directory under --adapter-dir");
+        r.local_adapter = *adapter;
+        r.adapter_label = *adapter;
+        return;
+    }
+    if (merged) {
+        const json& m = p["merged_adapters"];
+        if (!m.is_object()) invalid("`merged_adapters` must be an object");
+        AdapterMerge merge;
+        try {
+            merge = parse_adapter_merge(m.dump(), "merged_adapters");
+        } catch (const Error& e) {
+            invalid(e.what());
+        }
+        for (const auto& id : merge.ids)
+            if (resolve_adapter(id, model, "merged_adapters.ids").empty())
+                invalid("`merged_adapters.ids`: the base model has no adapter factors to merge");
+        r.adapter_label = merge_name(merge);
+        r.request.merge = std::move(merge);
+        return;
+    }
+    if (adapter) r.adapter_label = resolve_adapter(*adapter, model, "adapter_id");
+    r.request.adapter = r.adapter_label;
+}
+
+// What the model weighed (issue 32) under LoRAX's names and rules (its router's validation).
+void parse_lorax_inspection(const json& p, ParsedRequest& r, const ServedModel& model) {
+    GenerationParams& g = r.request.params;
+    if (auto k = read_int(p, "return_k_alternatives")) {
+        if (*k < 1) invalid("`return_k_alternatives` must be strictly positive");
+        if (*k > kMaxTopAlternatives)
+            invalid("`return_k_alternatives` must be at most " + std::to_string(kMaxTopAlternatives));
+        g.top_alternatives = *k;
+    }
+    if (auto t = read_int(p, "truncate")) {
+        if (*t < 1) invalid("`truncate` must be strictly positive");
+        g.truncate = *t;
+    }
+    const int64_t best_of = read_int(p, "best_of").value_or(1);
+    if (best_of < 1) invalid("`best_of` must be strictly positive");
+    if (best_of > 1) {
+        if (best_of > kMaxBestOf) invalid("`best_of` must be at most " + std::to_string(kMaxBestOf));
+        if (!g.do_sample.value_or(false)) invalid("you must use sampling when `best_of` is > 1");
+        if (g.seed) invalid("`seed` must not be set when `best_of` is > 1");
+        if (r.stream) invalid("`best_of` != 1 is not supported when `stream` == True");
+        g.best_of = best_of;
+    }
+    r.decoder_input_details = read_bool(p, "decoder_input_details").value_or(false);
+    if (r.decoder_input_details && r.stream)
+        invalid("`decoder_input_details` == true is not supported when streaming tokens");
+    // Decoder-only models score the prompt; an encoder-decoder's decoder input is its start token.
+    if (r.decoder_input_details && !model.encoder_decoder) g.prompt_logprobs = true;
 }
 
 uint64_t fresh_seed() {
@@ -170,16 +243,36 @@ void fit_to_budget(ParsedRequest& r, const ServedModel& model, const Tokenizer* 
     if (!tokenizer)
         invalid("the served model has no tokenizer files, so it cannot take text prompts");
     try {
-        r.request.input_ids = tokenizer->encode(r.inputs, true);
-        r.request.prompt.reset();
-        const int64_t prompt = static_cast<int64_t>(r.request.input_ids.size());
+        std::vector<int64_t> ids = tokenizer->encode(r.inputs, true);
+        int64_t prompt = static_cast<int64_t>(ids.size());
+        const ResolvedGenerationParams resolved = resolve(r.request.params, model.generation_config, "parameters");
+        if (resolved.truncate && prompt > *resolved.truncate) {
+            // The engine truncates the text as Hugging Face's tokenizer does (special tokens kept),
+            // so that the request equals `generate`'s: it gets the text, and tokenizes it again.
+            prompt = *resolved.truncate;
+        } else {
+            r.request.input_ids = std::move(ids);
+            r.request.prompt.reset();
+        }
         // As the engine counts them (engine/live_request.cpp): HF derives the default length from
         // generate()'s input_ids, the decoder start token for encoder-decoders.
         const int64_t input_ids_length = model.encoder_decoder ? 1 : prompt;
-        const ResolvedGenerationParams resolved = resolve(r.request.params, model.generation_config, "parameters");
-        check_request_budget(1, prompt, resolved.max_new_tokens_for(input_ids_length), model.budget, "parameters");
+        r.max_new_tokens = resolved.max_new_tokens_for(input_ids_length);
+        const int64_t rows = std::max<int64_t>(1, resolved.best_of);
+        check_request_budget(rows, prompt, r.max_new_tokens, model.budget, "parameters");
     } catch (const Error& e) {
         invalid(e.what());
+    }
+}
+
+std::string load_local_adapter_for(const std::string& requested, const AdapterDirectory* directory, Engine& engine) {
+    if (!directory)
+        invalid("`adapter_source` \"local\" is not enabled on this server: it takes local adapters only under the "
+                "directory its operator allows with --adapter-dir DIR");
+    try {
+        return load_local_adapter(engine, *directory, requested);
+    } catch (const Error& e) {
+        invalid("`adapter_id` (adapter_source \"local\"): " + client_error_text(e.what()));
     }
 }
 
@@ -230,23 +323,13 @@ ParsedRequest parse_lorax_request(const json& body, const ServedModel& model, st
                 "watermark", "details", "decoder_input_details", "return_k_alternatives", "apply_chat_template",
                 "seed", "response_format"},
                "parameter");
-    refuse_if_set(p, "adapter_source", "only the adapters loaded at start-up are served; omit adapter_source");
-    refuse_if_set(p, "merged_adapters", "adapters are not merged per request");
     refuse_if_set(p, "frequency_penalty", "use repetition_penalty");
     refuse_if_set(p, "presence_penalty", "use repetition_penalty");
-    refuse_if_set(p, "truncate", "prompts are not truncated");
     refuse_if_set(p, "watermark", "no watermarking");
-    refuse_if_set(p, "return_k_alternatives", "the engine reports only the chosen token's logprob");
     refuse_if_set(p, "apply_chat_template", "no chat templates");
     refuse_if_set(p, "response_format", "no constrained decoding");
     (void)read_string(p, "api_token");   // for private hub adapters on LoRAX; unused here, never logged
-    if (auto best_of = read_int(p, "best_of")) {
-        if (*best_of < 1) invalid("`best_of` must be strictly positive");
-        if (*best_of > 1) invalid("`best_of` > 1 is not supported by lorascope serve (it decodes one sequence per request)");
-    }
-
-    if (auto adapter = read_string(p, "adapter_id")) r.adapter_label = resolve_adapter(*adapter, model, "adapter_id");
-    r.request.adapter = r.adapter_label;
+    parse_lorax_adapter(p, r, model);
 
     check_stop_shape(p, false);
     (void)read_bool(p, "ignore_eos_token");   // its type, under LoRAX's name
@@ -273,10 +356,7 @@ ParsedRequest parse_lorax_request(const json& body, const ServedModel& model, st
     g.logprobs = true;   // every streamed token carries its logprob, as in LoRAX
     r.return_full_text = read_bool(p, "return_full_text").value_or(false);
     r.details = read_bool(p, "details").value_or(false);
-    r.decoder_input_details = read_bool(p, "decoder_input_details").value_or(false);
-    if (r.decoder_input_details && !model.encoder_decoder)
-        invalid("`decoder_input_details` needs prompt-token logprobs, which lorascope serve does not compute for "
-                "decoder-only models");
+    parse_lorax_inspection(p, r, model);
     validate_with_engine(r, model);
     return r;
 }

@@ -14,6 +14,7 @@
 
 #include "lorascope/config.h"
 #include "lorascope/engine.h"
+#include "lorascope/local_adapters.h"
 #include "lorascope/params.h"
 #include "lorascope/tokenizer.h"
 
@@ -57,6 +58,9 @@ struct ParsedRequest {
     bool return_full_text = false;
     bool sampling = false;                 // after LoRAX's rule (see parse_lorax_request)
     std::optional<uint64_t> seed;          // the seed sampling runs with (reported in details)
+    // adapter_source "local": the adapter's path under --adapter-dir, loaded by prepare_request.
+    std::optional<std::string> local_adapter;
+    int64_t max_new_tokens = 0;            // as the engine resolves it (fit_to_budget)
     // OpenAI dialect
     std::string model;                     // echoed back
     bool openai_logprobs = false;
@@ -72,7 +76,11 @@ nlohmann::json parse_json_object(const std::string& body);
 // (stream = true). Unknown adapters and unsupported or out-of-range parameters (the ranges of
 // check_generation_params) are HttpError 422 ("validation") naming the parameter. LoRAX samples
 // when do_sample is true or any of temperature != 1, top_k, top_p < 1, typical_p < 1 is given
-// (its NextTokenChooser); so does this.
+// (its NextTokenChooser); so does this. What the model weighed maps onto the engine's issue-32
+// parameters: return_k_alternatives -> top_alternatives, decoder_input_details -> prompt_logprobs
+// (decoder-only models; encoder-decoders report their decoder start token), merged_adapters ->
+// Request::merge (of adapters loaded at start-up), best_of and truncate as they are, with LoRAX's
+// rules (best_of > 1 needs sampling, no seed and no stream; decoder_input_details no stream).
 ParsedRequest parse_lorax_request(const nlohmann::json& body, const ServedModel& model,
                                   std::optional<bool> stream_by_route);
 
@@ -86,6 +94,12 @@ ParsedRequest parse_openai_completion(const nlohmann::json& body, const ServedMo
 // (check_request_budget): over it is HttpError 422 ("validation"), as LoRAX answers, before any
 // stream has started. A model without tokenizer files cannot take text prompts: 422 too.
 void fit_to_budget(ParsedRequest& request, const ServedModel& model, const Tokenizer* tokenizer);
+
+// adapter_source "local": the adapter directory `requested` names under `directory` (null: the
+// server has no --adapter-dir), registered with the engine once, and its engine name. A path
+// outside the directory (.., an absolute path elsewhere, a symbolic link leaving it) or one that
+// does not exist is HttpError 422 ("validation") in LoRAX's error shape, without server paths.
+std::string load_local_adapter_for(const std::string& requested, const AdapterDirectory* directory, Engine& engine);
 
 // What a client is told of an engine failure: its first line, absolute paths replaced by
 // "<path>", at most 300 characters. The server's log keeps the whole message.

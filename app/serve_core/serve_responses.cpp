@@ -1,5 +1,7 @@
 #include "serve_responses.h"
 
+#include <algorithm>
+
 namespace lorascope::serve {
 
 using nlohmann::json;
@@ -10,8 +12,73 @@ namespace {
 
 std::string dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-json token_json(const TokenEvent& t) {
-    return {{"id", t.token_id}, {"text", t.text_delta}, {"logprob", t.logprob}, {"special", t.special}};
+bool wants_alternatives(const ParsedRequest& r) { return r.request.params.top_alternatives.value_or(0) > 0; }
+
+// LoRAX's AlternativeToken list: the k most likely tokens, most likely first.
+json alternatives_json(const std::vector<TokenAlternative>* alternatives) {
+    json list = json::array();
+    if (alternatives)
+        for (const auto& a : *alternatives)
+            list.push_back({{"id", a.token_id}, {"text", a.text}, {"logprob", a.logprob}});
+    return list;
+}
+
+// LoRAX's Token; alternative_tokens only when return_k_alternatives asked for them.
+json token_json(const TokenEvent& t, bool alternatives) {
+    json out = {{"id", t.token_id}, {"text", t.text_delta}, {"logprob", t.logprob}, {"special", t.special}};
+    if (alternatives) out["alternative_tokens"] = alternatives_json(&t.alternatives);
+    return out;
+}
+
+// decoder_input_details: a decoder-only model's prompt tokens with their logprobs (the first has
+// none), or an encoder-decoder's decoder start token.
+json prefill_json(const ParsedRequest& r, const FinishEvent& f, const ServedModel& model, const Tokenizer* tokenizer) {
+    json prefill = json::array();
+    if (!r.decoder_input_details) return prefill;
+    if (!model.encoder_decoder) {
+        for (const auto& t : f.prompt_logprobs)
+            prefill.push_back(
+                {{"id", t.token_id}, {"text", t.text}, {"logprob", t.logprob ? json(*t.logprob) : json()}});
+    } else if (model.decoder_start_token_id) {
+        const int64_t start = *model.decoder_start_token_id;
+        prefill.push_back({{"id", start},
+                           {"text", tokenizer ? tokenizer->decode({start}, false) : std::string()},
+                           {"logprob", nullptr}});
+    }
+    return prefill;
+}
+
+// best_of's candidates other than the one returned (FinishEvent::sequences after the first), as
+// LoRAX's BestOfSequence. Their tokens' texts are each token's own (the returned sequence's are
+// its streamed deltas); best_of excludes stop sequences, so a candidate ended by eos or length.
+json best_of_sequences(const ParsedRequest& r, const FinishEvent& f, const json& prefill, const ServedModel& model,
+                       const Tokenizer* tokenizer) {
+    const std::vector<int64_t>& eos = model.generation_config.eos_token_ids;
+    json out = json::array();
+    for (size_t i = 1; i < f.sequences.size(); ++i) {
+        const ReturnedSequence& s = f.sequences[i];
+        json tokens = json::array();
+        for (size_t j = 0; j < s.token_ids.size(); ++j) {
+            const int64_t id = s.token_ids[j];
+            json t = {{"id", id},
+                      {"text", tokenizer ? tokenizer->token_bytes(id, j == 0).value_or(std::string()) : std::string()},
+                      {"logprob", j < s.logprobs.size() ? s.logprobs[j] : 0.0f},
+                      {"special", tokenizer && tokenizer->is_special(id)}};
+            if (wants_alternatives(r))
+                t["alternative_tokens"] = alternatives_json(j < s.alternatives.size() ? &s.alternatives[j] : nullptr);
+            tokens.push_back(std::move(t));
+        }
+        const auto n = static_cast<int64_t>(s.token_ids.size());
+        const bool ended_by_eos = n > 0 && !r.request.params.ignore_eos.value_or(false) &&
+                                  std::find(eos.begin(), eos.end(), s.token_ids.back()) != eos.end();
+        out.push_back({{"generated_text", (r.return_full_text ? r.inputs : std::string()) + s.text},
+                       {"finish_reason", ended_by_eos || n < r.max_new_tokens ? "eos_token" : "length"},
+                       {"generated_tokens", n},
+                       {"seed", r.seed ? json(*r.seed) : json(nullptr)},
+                       {"prefill", prefill},
+                       {"tokens", tokens}});
+    }
+    return out;
 }
 
 // What a finished request's text is beyond its streamed deltas: text the detokenizer flushed at
@@ -23,28 +90,28 @@ std::string unstreamed_tail(const std::string& streamed, const std::string& full
 
 json lorax_details(const ParsedRequest& r, const FinishEvent& f, const std::vector<TokenEvent>& tokens,
                    const ServedModel& model, const Tokenizer* tokenizer) {
-    json prefill = json::array();
-    if (r.decoder_input_details && model.decoder_start_token_id) {
-        const int64_t start = *model.decoder_start_token_id;
-        prefill.push_back({{"id", start},
-                           {"text", tokenizer ? tokenizer->decode({start}, false) : std::string()},
-                           {"logprob", nullptr}});
-    }
+    const json prefill = prefill_json(r, f, model, tokenizer);
     json list = json::array();
-    for (const auto& t : tokens) list.push_back(token_json(t));
-    return json{{"finish_reason", lorax_finish_reason(f.reason)},
-                {"prompt_tokens", f.usage.prompt_tokens},
-                {"generated_tokens", f.usage.generated_tokens},
-                {"skipped_tokens", 0},
-                {"seed", r.seed ? json(*r.seed) : json(nullptr)},
-                {"prefill", prefill},
-                {"tokens", list}};
+    for (const auto& t : tokens) list.push_back(token_json(t, wants_alternatives(r)));
+    json details = {{"finish_reason", lorax_finish_reason(f.reason)},
+                    {"prompt_tokens", f.usage.prompt_tokens},
+                    {"generated_tokens", f.usage.generated_tokens},
+                    {"skipped_tokens", 0},
+                    {"seed", r.seed ? json(*r.seed) : json(nullptr)},
+                    {"prefill", prefill},
+                    {"tokens", list}};
+    if (r.request.params.best_of.value_or(1) > 1)
+        details["best_of_sequences"] = best_of_sequences(r, f, prefill, model, tokenizer);
+    return details;
 }
 
 void timing_headers(Reply& reply, const ParsedRequest& r, const FinishEvent& f, const ServedModel& model) {
     auto ms = [](double v) { return std::to_string(static_cast<int64_t>(v)); };
     reply.headers.emplace_back("x-model-id", model.model_id);
-    if (!r.adapter_label.empty()) reply.headers.emplace_back("x-adapter-id", r.adapter_label);
+    // A local adapter's label is the client's path: never a header unless it is plain text.
+    const bool printable = std::all_of(r.adapter_label.begin(), r.adapter_label.end(),
+                                       [](char c) { return c >= 0x20 && c < 0x7f; });
+    if (!r.adapter_label.empty() && printable) reply.headers.emplace_back("x-adapter-id", r.adapter_label);
     reply.headers.emplace_back("x-prompt-tokens", std::to_string(f.usage.prompt_tokens));
     reply.headers.emplace_back("x-generated-tokens", std::to_string(f.usage.generated_tokens));
     reply.headers.emplace_back("x-queue-time", ms(f.usage.queue_ms));
@@ -154,7 +221,8 @@ std::string StreamWriter::token(const TokenEvent& t) {
     std::optional<TokenEvent> previous = std::move(held_);
     held_ = t;
     if (!previous) return {};
-    return sse_event({{"token", token_json(*previous)}, {"generated_text", nullptr}, {"details", nullptr}});
+    return sse_event({{"token", token_json(*previous, wants_alternatives(request_))}, {"generated_text", nullptr},
+                      {"details", nullptr}});
 }
 
 std::string StreamWriter::finish(const FinishEvent& f) {
@@ -177,7 +245,8 @@ std::string StreamWriter::finish(const FinishEvent& f) {
                    {"generated_tokens", f.usage.generated_tokens},
                    {"seed", request_.seed ? json(*request_.seed) : json(nullptr)}};
     const std::string text = (request_.return_full_text ? request_.inputs : std::string()) + f.text;
-    return sse_event({{"token", token_json(*held_)}, {"generated_text", text}, {"details", details}});
+    return sse_event({{"token", token_json(*held_, wants_alternatives(request_))}, {"generated_text", text},
+                      {"details", details}});
 }
 
 }  // namespace lorascope::serve

@@ -65,6 +65,7 @@ Connection::Connection(asio::ip::tcp::socket socket, ConnectionHost& host)
       deadline_(socket_.get_executor()), write_deadline_(socket_.get_executor()), comment_timer_(socket_.get_executor()) {
     error_code ignored;
     socket_.set_option(asio::ip::tcp::no_delay(true), ignored);   // SSE events go out as they come
+    socket_.set_option(asio::socket_base::send_buffer_size(static_cast<int>(limits_.send_buffer_bytes)), ignored);
 }
 
 Connection::~Connection() = default;

@@ -182,7 +182,7 @@ BodyOutcome Routes::on_body(Route route, const std::string& text, Clock::time_po
             : route == Route::GenerateStream ? std::optional<bool>(true) : std::nullopt;
         ParsedRequest parsed = dialect == Dialect::OpenAI ? parse_openai_completion(body, model)
                                                           : parse_lorax_request(body, model, stream_by_route);
-        fit_to_budget(parsed, model, context_.tokenizer);
+        context_.prepare_request(parsed);
         out.generation = std::make_unique<Generation>(context_, std::move(parsed), dialect, route == Route::Root, received);
         out.generation->start(std::move(notify));
     } catch (const HttpError& e) {

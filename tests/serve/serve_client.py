@@ -4,6 +4,9 @@ malformed bodies, disconnects, many connections at once). Run by tests/serve/tes
 
 usage: serve_client.py URL COMMAND [ARGS]
   parity CASES.json   one JSON line per case and mode (generate, generate_stream, openai)
+  inspect CASES.json  issue 32's fields (return_k_alternatives, decoder_input_details, merged_adapters,
+                      best_of, truncate, adapter_source "local") through lorax-client: one JSON line per
+                      case and mode (generate, generate_stream, raw_stream, refused)
   faults              malformed JSON, oversized body, unknown adapter, bad parameters; prints a summary
   crowd N EXPECTED    N concurrent streams; prints how many completed and how many were refused
   disconnect N        N streams whose clients go away after the first token; waits for the engine to idle
@@ -21,6 +24,7 @@ import urllib.parse
 import requests
 from lorax import Client
 from lorax.errors import ValidationError, BadRequestError
+from lorax.types import MergedAdapters
 
 
 def fail(message):
@@ -119,6 +123,53 @@ def run_parity(url, cases_path):
                           "usage": usage, "token_logprobs": lps, "chunks": chunks}), flush=True)
 
 
+def inspection_kwargs(parameters, stream):
+    """lorax-client's keyword arguments for a case's LoRAX parameters (generate_stream takes fewer)."""
+    kw = dict(parameters)
+    if "merged_adapters" in kw:
+        kw["merged_adapters"] = MergedAdapters(**kw["merged_adapters"])
+    if stream:
+        for k in ("decoder_input_details", "return_k_alternatives", "best_of"):
+            kw.pop(k, None)
+    return kw
+
+
+def run_inspect(url, cases_path):
+    client = Client(url, timeout=120)
+    u = urllib.parse.urlparse(url)
+    for case in json.load(open(cases_path)):
+        cid, inputs, params = case["id"], case["inputs"], case["parameters"]
+        if case.get("refused"):
+            try:
+                client.generate(inputs, **inspection_kwargs(params, False))
+                fail("case %s: a refused request was answered" % cid)
+            except ValidationError as e:
+                message = str(e)
+            body = expect_error(post_raw(url, "/generate", json.dumps({"inputs": inputs, "parameters": params})),
+                                422, "validation", "adapter_id", "case %s" % cid)
+            print(json.dumps({"case": cid, "mode": "refused", "client_error": message, "body": body}), flush=True)
+            continue
+        r = client.generate(inputs, details=True, **inspection_kwargs(params, False))
+        print(json.dumps({"case": cid, "mode": "generate", "generated_text": r.generated_text,
+                          "details": r.details.model_dump(mode="json")}), flush=True)
+        if case.get("stream"):
+            tokens, final = [], None
+            for ev in client.generate_stream(inputs, details=True, **inspection_kwargs(params, True)):
+                tokens.append(ev.token.model_dump(mode="json"))
+                if ev.generated_text is not None:
+                    final = ev
+            check(final is not None, "case %s: the stream ended without a final event" % cid)
+            print(json.dumps({"case": cid, "mode": "generate_stream", "generated_text": final.generated_text,
+                              "tokens": tokens}), flush=True)
+        if case.get("raw_stream"):   # fields lorax-client's generate_stream does not send
+            status, sock, stream = open_stream(u.hostname, u.port, {"inputs": inputs, "parameters": params})
+            events = list(stream)
+            sock.close()
+            check(status == 200, "case %s: the raw stream answered %d: %s" % (cid, status, events))
+            print(json.dumps({"case": cid, "mode": "raw_stream", "generated_text": events[-1].get("generated_text"),
+                              "tokens": [e["token"] for e in events]}), flush=True)
+
+
 def post_raw(url, path, body, headers=None):
     h = {"Content-Type": "application/json"}
     h.update(headers or {})
@@ -177,13 +228,20 @@ def run_faults(url, max_body):
     expect_error(r, 422, "validation", "no-such-adapter", "an unknown OpenAI model")
 
     bad = [({"max_new_tokens": 0}, "max_new_tokens"), ({"temperature": -1}, "temperature"),
-           ({"best_of": 2, "do_sample": True}, "best_of"), ({"return_k_alternatives": 3}, "return_k_alternatives"),
+           ({"best_of": 2}, "sampling"), ({"best_of": 2, "do_sample": True, "seed": 4}, "seed"),
+           ({"return_k_alternatives": 21}, "return_k_alternatives"), ({"return_k_alternatives": 0}, "return_k_alternatives"),
+           ({"truncate": 0}, "truncate"), ({"adapter_source": "local", "adapter_id": "upper"}, "--adapter-dir"),
+           ({"merged_adapters": {"ids": ["upper", "nope"], "weights": [1, 1], "density": 1}}, "nope"),
+           ({"merged_adapters": {"ids": ["upper"], "weights": [1], "density": 1}, "adapter_id": "upper"}, "at most one"),
            ({"top_p": 1.5}, "top_p"), ({"max_new_tokens": "ten"}, "max_new_tokens"),
            ({"stop": "owl"}, "stop"), ({"no_such_knob": 1}, "no_such_knob"), ({"seed": -4}, "seed"),
            ({"adapter_source": "hub", "adapter_id": "upper"}, "adapter_source")]
     for params, needle in bad:
         r = post_raw(url, "/generate", json.dumps({"inputs": "rain owl", "parameters": params}))
         expect_error(r, 422, "validation", needle, "parameters %s" % params)
+    for params, needle in [({"best_of": 2, "do_sample": True}, "stream"), ({"decoder_input_details": True}, "stream")]:
+        r = post_raw(url, "/generate_stream", json.dumps({"inputs": "rain owl", "parameters": params}))
+        expect_error(r, 422, "validation", needle, "streamed parameters %s" % params)
     r = post_raw(url, "/generate", json.dumps({"parameters": {}}))
     expect_error(r, 422, "validation", "inputs", "a body without inputs")
     r = requests.get(url + "/no/such/route", timeout=10)
@@ -192,45 +250,56 @@ def run_faults(url, max_body):
     print(json.dumps(summary), flush=True)
 
 
-def stream_raw(host, port, body, on_first_token=None, timeout=120):
-    """POSTs /generate_stream over a bare socket; returns (status, events)."""
+def open_stream(host, port, body, headers=None, timeout=120):
+    """POSTs /generate_stream over a bare socket; returns (status, socket, events): events yields
+    each SSE data event as it is read, or holds the error body when status is not 200."""
     s = socket.create_connection((host, port), timeout=timeout)
     data = json.dumps(body).encode()
-    s.sendall(b"POST /generate_stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-              b"Content-Length: %d\r\n\r\n%s" % (len(data), data))
+    extra = b"".join(b"%s: %s\r\n" % (k.encode(), v.encode()) for k, v in (headers or {}).items())
+    s.sendall(b"POST /generate_stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n%s"
+              b"Content-Length: %d\r\n\r\n%s" % (extra, len(data), data))
     f = s.makefile("rb")
     status_line = f.readline()
     status = int(status_line.split()[1]) if status_line else 0
-    headers = {}
+    response_headers = {}
     while True:
         line = f.readline()
         if line in (b"\r\n", b""):
             break
         k, _, v = line.decode().partition(":")
-        headers[k.strip().lower()] = v.strip()
-    events = []
+        response_headers[k.strip().lower()] = v.strip()
     if status != 200:
-        length = int(headers.get("content-length", "0"))
-        events.append(json.loads(f.read(length)))
-        s.close()
-        return status, events
-    buffered = b""
-    while True:
-        size_line = f.readline()
-        if not size_line:
-            break
-        size = int(size_line.strip(), 16)
-        if size == 0:
-            break
-        buffered += f.read(size)
-        f.readline()
-        while b"\n\n" in buffered:
-            event, buffered = buffered.split(b"\n\n", 1)
-            if event.startswith(b"data:"):
-                events.append(json.loads(event[5:]))
-                if on_first_token is not None and len(events) == 1:
-                    on_first_token(s)
-                    return status, events
+        length = int(response_headers.get("content-length", "0"))
+        return status, s, [json.loads(f.read(length))]
+
+    def events():
+        buffered = b""
+        while True:
+            size_line = f.readline()
+            if not size_line:
+                return
+            size = int(size_line.strip(), 16)
+            if size == 0:
+                return
+            buffered += f.read(size)
+            f.readline()
+            while b"\n\n" in buffered:
+                event, buffered = buffered.split(b"\n\n", 1)
+                if event.startswith(b"data:"):
+                    yield json.loads(event[5:])
+
+    return status, s, events()
+
+
+def stream_raw(host, port, body, on_first_token=None, timeout=120):
+    """POSTs /generate_stream over a bare socket; returns (status, events)."""
+    status, s, stream = open_stream(host, port, body, timeout=timeout)
+    events = []
+    for event in stream:
+        events.append(event)
+        if on_first_token is not None and len(events) == 1:
+            on_first_token(s)
+            return status, events
     s.close()
     return status, events
 
@@ -401,7 +470,7 @@ def run_disconnect_whole(url):
 
 
 def run_auth_and_drain(url, token):
-    """Checks the API token, then streams one request across the server's SIGTERM (sent by the
+    """Checks the API token, then holds one stream open across the server's SIGTERM (sent by the
     C++ test when this prints "streaming"): the stream must complete, later requests get 503."""
     good = {"Authorization": "Bearer " + token}
     body = json.dumps({"inputs": "rain owl jam", "parameters": {"max_new_tokens": 8}})
@@ -418,25 +487,37 @@ def run_auth_and_drain(url, token):
     check(client.generate("rain owl jam", max_new_tokens=8).generated_text == r.json()["generated_text"],
           "lorax-client with headers= got another answer")
 
-    final = None
-    first = True
-    for ev in client.generate_stream("queen wolf kite goat sun", max_new_tokens=10000, ignore_eos_token=True):
-        if first:
-            print("streaming", flush=True)
-            first = False
-            # The signal arrives while the request runs (10000 tokens: about 4 s on an idle machine);
-            # /health turns 503 once the server drains.
-            deadline = time.monotonic() + 60
-            while requests.get(url + "/health", timeout=10).status_code != 503:
-                check(time.monotonic() < deadline, "/health never reported the drain")
-                time.sleep(0.02)
-            r = post_raw(url, "/generate", body, good)
-            expect_error(r, 503, "unavailable", "shutting down", "a request during the drain")
-        if ev.generated_text is not None:
-            final = ev
-    check(final is not None and final.details.generated_tokens == 10000,
-          "the running stream did not complete across SIGTERM: %s" % final)
-    print(json.dumps({"drained": True, "generated_tokens": final.details.generated_tokens}), flush=True)
+    # A stream held open by its client: it reads the first event, then nothing until the drain has
+    # been seen. The server's send buffer is bounded (ServeLimits::send_buffer_bytes): a client
+    # that stops reading holds ~270 KB in the kernel's buffers on both ends (measured with Python
+    # sockets), so of the ~850 KB that 700 tokens make with 20 alternatives each (~1.2 KB an
+    # event) most cannot leave the server, and the stream is in flight at SIGTERM however fast or
+    # slow the engine runs; the rest stays within the 1 MiB backlog past which a slow reader is
+    # cut off. (A small SO_RCVBUF here would not do: on loopback, with its 64 KiB segments, the
+    # receiver then advertises a zero window.)
+    u = urllib.parse.urlparse(url)
+    tokens = 700
+    status, sock, stream = open_stream(u.hostname, u.port, {"inputs": "queen wolf kite goat sun", "parameters": {
+        "max_new_tokens": tokens, "ignore_eos_token": True, "details": True, "return_k_alternatives": 20}},
+        headers=good)
+    if status != 200:
+        fail("the held stream was refused: %s" % list(stream))
+    events = [next(stream)]
+    print("streaming", flush=True)
+    # /health turns 503 once the server drains; new requests are refused while the stream is open.
+    deadline = time.monotonic() + 60
+    while requests.get(url + "/health", timeout=10).status_code != 503:
+        check(time.monotonic() < deadline, "/health never reported the drain")
+        time.sleep(0.02)
+    r = post_raw(url, "/generate", body, good)
+    expect_error(r, 503, "unavailable", "shutting down", "a request during the drain")
+    events += list(stream)
+    sock.close()
+    final = events[-1]
+    check(final.get("generated_text") is not None and final["details"]["generated_tokens"] == tokens
+          and len(events) == tokens,
+          "the held stream did not complete across SIGTERM: %d events, last %s" % (len(events), final))
+    print(json.dumps({"drained": True, "generated_tokens": final["details"]["generated_tokens"]}), flush=True)
 
 
 def main():
@@ -447,6 +528,8 @@ def main():
     url, command = sys.argv[1], sys.argv[2]
     if command == "parity":
         run_parity(url, sys.argv[3])
+    elif command == "inspect":
+        run_inspect(url, sys.argv[3])
     elif command == "faults":
         run_faults(url, int(sys.argv[3]))
     elif command == "crowd":

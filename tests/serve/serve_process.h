@@ -37,14 +37,15 @@ inline std::vector<nlohmann::json> json_lines(const std::string& text) {
 
 // What `lorascope-cli generate --demo` answers for these request lines, by id: the reference the
 // server's answers are compared with.
-inline std::map<std::string, nlohmann::json> run_generate(const std::vector<nlohmann::json>& requests) {
+inline std::map<std::string, nlohmann::json> run_generate(const std::vector<nlohmann::json>& requests,
+                                                          const QStringList& extra = {}) {
     QTemporaryDir dir;
     const QString path = dir.filePath("requests.jsonl");
     QFile f(path);
     f.open(QIODevice::WriteOnly);
     for (const auto& r : requests) f.write((r.dump() + "\n").c_str());
     f.close();
-    const auto r = run_cli_command({"generate", "--demo", "--input", path});
+    const auto r = run_cli_command(QStringList{"generate", "--demo", "--input", path} + extra);
     std::map<std::string, nlohmann::json> out;
     if (r.exit_code != 0) {
         qWarning("lorascope-cli generate failed: %s", r.err.c_str());

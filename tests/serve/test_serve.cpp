@@ -74,6 +74,91 @@ json generate_request(const json& c) {
 }
 
 
+// Issue 32's fields on the BLOOM demo (decoder-only: prompt logprobs; plus-one and reverse share a
+// rank, so they merge), served with --adapter-dir at the demo's bloom directory. `stream`: also
+// through lorax-client's generate_stream; `raw_stream`: through plain HTTP (fields the client's
+// generate_stream does not send); `refused`: answered 422 in LoRAX's error shape.
+json inspection_cases() {
+    const json merge_linear = {{"ids", {"plus-one", "reverse"}}, {"weights", {0.7, 0.3}}, {"merge_strategy", "linear"},
+                               {"density", 1.0}};
+    const json merge_dare = {{"ids", {"plus-one", "reverse"}}, {"weights", {0.6, 0.4}}, {"merge_strategy", "dare_ties"},
+                             {"density", 0.5}, {"majority_sign_method", "frequency"}};
+    return json::array({
+        {{"id", "alternatives"}, {"inputs", "5 7 0 0 ="}, {"raw_stream", true},
+         {"parameters", {{"adapter_id", "reverse"}, {"max_new_tokens", 8}, {"return_k_alternatives", 5}}}},
+        {{"id", "prefill"}, {"inputs", "8 0 9 9 ="},
+         {"parameters", {{"adapter_id", "plus-one"}, {"max_new_tokens", 8}, {"decoder_input_details", true}}}},
+        {{"id", "merge_linear"}, {"inputs", "5 9 9 3 ="}, {"stream", true},
+         {"parameters", {{"merged_adapters", merge_linear}, {"max_new_tokens", 8}}}},
+        {{"id", "merge_dare_ties"}, {"inputs", "7 2 4 7 ="}, {"stream", true},
+         {"parameters", {{"merged_adapters", merge_dare}, {"max_new_tokens", 8}, {"return_k_alternatives", 3}}}},
+        {{"id", "best_of"}, {"inputs", "5 7 0 0 ="},
+         {"parameters", {{"adapter_id", "shout"}, {"max_new_tokens", 8}, {"best_of", 3}, {"do_sample", true},
+                         {"temperature", 3.0}, {"return_k_alternatives", 2}}}},
+        {{"id", "truncate"}, {"inputs", "1 2 3 4 5 6 7 8 5 7 0 0 ="}, {"stream", true},
+         {"parameters", {{"adapter_id", "reverse"}, {"max_new_tokens", 8}, {"truncate", 6}}}},
+        {{"id", "local"}, {"inputs", "8 0 9 9 ="}, {"stream", true},
+         {"parameters", {{"adapter_source", "local"}, {"adapter_id", "adapters/shout"}, {"max_new_tokens", 8}}}},
+        {{"id", "outside_dotdot"}, {"inputs", "8 0 9 9 ="}, {"refused", true},
+         {"parameters", {{"adapter_source", "local"}, {"adapter_id", "../t5/adapters/upper"}}}},
+        {{"id", "outside_absolute"}, {"inputs", "8 0 9 9 ="}, {"refused", true},
+         {"parameters", {{"adapter_source", "local"}, {"adapter_id", "/etc"}}}},
+    });
+}
+
+// The `lorascope-cli generate` line a case's LoRAX parameters map to (`seed`: the one serve drew).
+json inspection_request(const json& c, const json& seed = json()) {
+    const json& p = c.at("parameters");
+    json params = {{"do_sample", p.value("do_sample", false)}, {"temperature", p.value("temperature", 1.0)},
+                   {"top_k", 0}, {"top_p", 1.0}, {"typical_p", 1.0}, {"repetition_penalty", 1.0},
+                   {"logprobs", true}, {"ignore_eos", false}, {"max_new_tokens", p.at("max_new_tokens")}};
+    if (p.contains("return_k_alternatives")) params["top_alternatives"] = p["return_k_alternatives"];
+    if (p.value("decoder_input_details", false)) params["prompt_logprobs"] = true;
+    for (const char* k : {"best_of", "truncate"})
+        if (p.contains(k)) params[k] = p[k];
+    if (!seed.is_null()) params["seed"] = seed;
+    json r = {{"id", c.at("id")}, {"prompt", c.at("inputs")}, {"params", params}};
+    if (p.contains("adapter_id")) r["adapter"] = p["adapter_id"];
+    if (p.contains("adapter_source")) r["adapter_source"] = p["adapter_source"];
+    if (p.contains("merged_adapters")) r["merged_adapters"] = p["merged_adapters"];
+    return r;
+}
+
+bool close_to(double a, double b) { return std::fabs(a - b) <= 1e-4 * std::max(1.0, std::fabs(b)); }
+
+// A LoRAX token list (ids, logprobs, alternative_tokens) against generate's ids, logprobs and
+// alternatives ([{token_id, logprob, text}] per token).
+void compare_tokens(const json& tokens, const json& ids, const json& logprobs, const json& alternatives,
+                    const std::string& where) {
+    QVERIFY2(tokens.size() == ids.size(), (where + ": " + tokens.dump()).c_str());
+    for (size_t i = 0; i < ids.size(); ++i) {
+        QVERIFY2(tokens[i].at("id") == ids[i], (where + ": token " + std::to_string(i)).c_str());
+        if (!logprobs.is_null()) QVERIFY2(close_to(tokens[i].at("logprob"), logprobs[i]), where.c_str());
+        const json& got = tokens[i].contains("alternative_tokens") ? tokens[i]["alternative_tokens"] : json();
+        if (alternatives.is_null()) {
+            QVERIFY2(got.is_null(), (where + ": alternatives nobody asked for").c_str());
+            continue;
+        }
+        QVERIFY2(got.size() == alternatives[i].size() && !got.empty(), (where + ": " + got.dump()).c_str());
+        for (size_t k = 0; k < got.size(); ++k) {
+            QVERIFY2(got[k].at("id") == alternatives[i][k].at("token_id"), where.c_str());
+            QVERIFY2(got[k].at("text") == alternatives[i][k].at("text"), where.c_str());
+            QVERIFY2(close_to(got[k].at("logprob"), alternatives[i][k].at("logprob")), where.c_str());
+        }
+    }
+}
+
+// decoder_input_details' prefill against generate's prompt_logprobs.
+void compare_prefill(const json& prefill, const json& want, const std::string& where) {
+    QVERIFY2(prefill.size() == want.size() && !want.empty(), (where + ": " + prefill.dump()).c_str());
+    for (size_t i = 0; i < want.size(); ++i) {
+        QVERIFY2(prefill[i].at("id") == want[i].at("token_id"), where.c_str());
+        QVERIFY2(prefill[i].at("text") == want[i].at("text"), where.c_str());
+        if (want[i].at("logprob").is_null()) QVERIFY2(prefill[i].at("logprob").is_null(), where.c_str());
+        else QVERIFY2(close_to(prefill[i].at("logprob"), want[i].at("logprob")), where.c_str());
+    }
+}
+
 std::string lorax_reason(const std::string& engine_reason) {
     if (engine_reason == "eos") return "eos_token";
     if (engine_reason == "stop") return "stop_sequence";
@@ -85,6 +170,40 @@ std::string lorax_reason(const std::string& engine_reason) {
 class TestServe : public QObject {
     Q_OBJECT
     Server server_;
+
+    // One accepted inspection case: what serve answered on every mode against generate's line.
+    static void check_inspection_case(const json& c, const json& want, const std::map<std::string, json>& served) {
+        const std::string id = c.at("id");
+        QVERIFY2(want.at("finish_reason") != "error", want.dump().c_str());
+        const json alternatives = want.contains("alternatives") ? want["alternatives"] : json();
+        const json& whole = served.at(id + "/generate");
+        QVERIFY2(whole.at("generated_text") == want.at("text"), (id + ": " + whole.dump() + " vs " + want.dump()).c_str());
+        const json& details = whole.at("details");
+        QCOMPARE(details.at("prompt_tokens").get<int64_t>(), want.at("prompt_tokens").get<int64_t>());
+        compare_tokens(details.at("tokens"), want.at("token_ids"), want.at("logprobs"), alternatives, id + "/generate");
+        if (c.at("parameters").value("decoder_input_details", false))
+            compare_prefill(details.at("prefill"), want.at("prompt_logprobs"), id + "/prefill");
+        else
+            QVERIFY2(details.at("prefill").empty(), (id + ": " + details.dump()).c_str());
+        if (c.at("parameters").contains("best_of")) {
+            const json& others = details.at("best_of_sequences");
+            const json& sequences = want.at("sequences");
+            QCOMPARE(others.size() + 1, sequences.size());
+            for (size_t k = 0; k < others.size(); ++k) {
+                const json& s = sequences[k + 1];
+                QVERIFY2(others[k].at("generated_text") == s.at("text"), (id + ": " + others[k].dump()).c_str());
+                compare_tokens(others[k].at("tokens"), s.at("token_ids"), s.at("logprobs"), s.at("alternatives"),
+                               id + "/best_of_sequences");
+            }
+        }
+        for (const char* mode : {"generate_stream", "raw_stream"}) {
+            auto it = served.find(id + "/" + mode);
+            if (it == served.end()) continue;
+            QVERIFY2(it->second.at("generated_text") == want.at("text"), (id + "/" + mode + ": " + it->second.dump()).c_str());
+            compare_tokens(it->second.at("tokens"), want.at("token_ids"), want.at("logprobs"),
+                           std::string(mode) == "raw_stream" ? alternatives : json(), id + "/" + mode);
+        }
+    }
 
 private Q_SLOTS:
     void initTestCase() {
@@ -167,6 +286,46 @@ private Q_SLOTS:
         QCOMPARE(expected.at("length").at("finish_reason").get<std::string>(), std::string("length"));
     }
 
+    // Issue 32 through lorax-client: each field accepted and equal to `lorascope-cli generate`
+    // with the same parameters; local adapters outside --adapter-dir refused in LoRAX's shape.
+    void lorax_inspection_fields_match_generate() {
+        const QString bloom_dir = QString(LORASCOPE_TEST_DEMO_DIR) + "/bloom";
+        const QStringList model_args = {"--demo-model", "bloom", "--adapter-dir", bloom_dir};
+        Server bloom;
+        QVERIFY(bloom.start(model_args));
+        const json cases = inspection_cases();
+        QTemporaryDir dir;
+        QFile f(dir.filePath("cases.json"));
+        f.open(QIODevice::WriteOnly);
+        f.write(cases.dump().c_str());
+        f.close();
+        const PyResult r = run_client({q(bloom.url), "inspect", f.fileName()});
+        QVERIFY2(r.exit_code == 0, (r.err + r.out).c_str());
+        std::map<std::string, json> served;   // case/mode -> line
+        for (const auto& line : json_lines(r.out)) served[line.at("case").get<std::string>() + "/" + line.at("mode").get<std::string>()] = line;
+
+        std::vector<json> requests;
+        for (const auto& c : cases) {
+            if (c.value("refused", false)) continue;
+            const json seed = c.at("id") == "best_of" ? served.at("best_of/generate").at("details").at("seed") : json();
+            requests.push_back(inspection_request(c, seed));
+        }
+        const auto expected = run_generate(requests, model_args);
+        QCOMPARE(expected.size(), requests.size());
+        for (const auto& c : cases) {
+            const std::string id = c.at("id");
+            if (c.value("refused", false)) {
+                const json& line = served.at(id + "/refused");
+                QVERIFY2(line.at("body").at("error").get<std::string>().find("adapter") != std::string::npos, line.dump().c_str());
+                QVERIFY2(line.at("client_error") == line.at("body").at("error"), line.dump().c_str());
+                continue;
+            }
+            check_inspection_case(c, expected.at(id), served);
+        }
+        QCOMPARE(served.size(), size_t(14));   // 7 generate, 4 generate_stream, 1 raw_stream, 2 refused
+        QCOMPARE(bloom.stop(), 0);
+    }
+
     void bad_requests_get_clear_errors_and_the_server_lives_on() {
         const PyResult r = run_client({q(server_.url), "faults", QString::number(kMaxBody)});
         QVERIFY2(r.exit_code == 0, (r.err + r.out).c_str());
@@ -210,7 +369,7 @@ private Q_SLOTS:
     void api_token_is_required_never_printed_and_sigterm_drains() {
         const std::string token = "sekrit-7f3a9c";
         Server guarded;
-        // A grace far above the drained stream's few seconds, so that a loaded machine cannot cut it.
+        // A grace far above the held stream's few seconds, so that a loaded machine cannot cut it.
         QVERIFY(guarded.start({"--api-token", q(token), "--shutdown-grace-seconds", "400"}));
         QCOMPARE(guarded.hello.at("authentication").get<bool>(), true);
         QProcess client;

@@ -84,6 +84,54 @@ private Q_SLOTS:
         QTest::newRow("single stop") << R"({"stop": "owl"})" << "`stop` must be a list of strings";
         QTest::newRow("stop bytes") << (R"({"stop": [")" + QString(200, 'x') + R"("]})") << "a stop sequence of 200 bytes";
         QTest::newRow("unknown adapter") << R"({"adapter_id": "nope"})" << "is not an adapter of this server";
+        // Issue 32's fields, with LoRAX's rules.
+        QTest::newRow("best_of greedy") << R"({"best_of": 2})" << "you must use sampling when `best_of` is > 1";
+        QTest::newRow("best_of seed") << R"({"best_of": 2, "do_sample": true, "seed": 3})" << "`seed` must not be set";
+        QTest::newRow("best_of many") << R"({"best_of": 17, "do_sample": true})" << "`best_of` must be at most 16";
+        QTest::newRow("best_of stop") << R"({"best_of": 2, "do_sample": true, "stop": ["a"]})" << "stop sequences are not supported with best_of";
+        QTest::newRow("alternatives many") << R"({"return_k_alternatives": 21})" << "at most 20";
+        QTest::newRow("alternatives none") << R"({"return_k_alternatives": 0})" << "must be strictly positive";
+        QTest::newRow("truncate zero") << R"({"truncate": 0})" << "`truncate` must be strictly positive";
+        QTest::newRow("hub adapter") << R"({"adapter_source": "hub", "adapter_id": "a/b"})" << "never downloaded";
+        QTest::newRow("odd source") << R"({"adapter_source": "ftp", "adapter_id": "a"})" << "must be one of hub, local";
+        QTest::newRow("local nameless") << R"({"adapter_source": "local"})" << "needs `adapter_id`";
+        QTest::newRow("merge and id") << R"({"adapter_id": "upper", "merged_adapters": {"ids": ["upper"]}})" << "at most one of";
+        QTest::newRow("merge unknown") << R"({"merged_adapters": {"ids": ["upper", "nope"]}})" << "\"nope\" is not an adapter";
+        QTest::newRow("merge strategy") << R"({"merged_adapters": {"ids": ["upper"], "merge_strategy": "cat"}})" << "merge_strategy";
+        QTest::newRow("merge base") << R"({"merged_adapters": {"ids": ["demo-t5"]}})" << "the base model has no adapter factors";
+    }
+
+    void lorax_inspection_fields_map_onto_the_engine() {
+        const ServedModel model = demo_model();
+        const json p = {{"return_k_alternatives", 4}, {"truncate", 3}, {"best_of", 3}, {"do_sample", true},
+                        {"merged_adapters", {{"ids", {"upper"}}, {"weights", {0.5}}, {"density", 0.7}}}};
+        const ParsedRequest r = parse_lorax_request({{"inputs", "sort: b a"}, {"parameters", p}}, model, false);
+        QCOMPARE(*r.request.params.top_alternatives, int64_t(4));
+        QCOMPARE(*r.request.params.truncate, int64_t(3));
+        QCOMPARE(*r.request.params.best_of, int64_t(3));
+        QVERIFY(r.seed.has_value());   // drawn by the server, reported in details
+        QVERIFY(r.request.merge && r.request.merge->ids == std::vector<std::string>{"upper"});
+        QVERIFY(r.request.adapter.empty());
+        // Streams refuse what LoRAX and TGI do not stream.
+        std::string e = http_error([&] { parse_lorax_request({{"inputs", "x"}, {"parameters", p}}, model, true); });
+        QVERIFY2(contains(e, "422 validation") && contains(e, "not supported when `stream` == True"), e.c_str());
+        e = http_error([&] {
+            parse_lorax_request({{"inputs", "x"}, {"parameters", {{"decoder_input_details", true}}}}, model, true);
+        });
+        QVERIFY2(contains(e, "not supported when streaming tokens"), e.c_str());
+        // A local adapter is named here and loaded later, only under --adapter-dir.
+        const ParsedRequest local = parse_lorax_request(
+            {{"inputs", "x"}, {"parameters", {{"adapter_source", "local"}, {"adapter_id", "a/b"}}}}, model, false);
+        QCOMPARE(local.local_adapter.value_or(""), std::string("a/b"));
+        test::ScriptedEngine engine;
+        e = http_error([&] { load_local_adapter_for("a/b", nullptr, engine); });
+        QVERIFY2(contains(e, "422 validation") && contains(e, "--adapter-dir"), e.c_str());
+        const AdapterDirectory dir(kDemoT5);
+        const std::vector<std::string> outside_paths = {"../bart/adapters/upper", "/etc", kDemoT5 + "/../bart"};
+        for (const std::string& outside : outside_paths) {
+            e = http_error([&] { load_local_adapter_for(outside, &dir, engine); });
+            QVERIFY2(contains(e, "422 validation") && !contains(e, kDemoT5), e.c_str());
+        }
     }
     void lorax_parameters_through_the_one_parser() {
         QFETCH(QString, parameters);
