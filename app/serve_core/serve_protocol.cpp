@@ -7,6 +7,7 @@
 #include "lorascope/error.h"
 #include "lorascope/json_input.h"
 #include "lorascope/params_json.h"
+#include "serve_chat.h"
 
 namespace lorascope::serve {
 
@@ -170,7 +171,7 @@ void fit_to_budget(ParsedRequest& r, const ServedModel& model, const Tokenizer* 
     if (!tokenizer)
         invalid("the served model has no tokenizer files, so it cannot take text prompts");
     try {
-        r.request.input_ids = tokenizer->encode(r.inputs, true);
+        r.request.input_ids = tokenizer->encode(r.inputs, r.add_special_tokens);
         r.request.prompt.reset();
         const int64_t prompt = static_cast<int64_t>(r.request.input_ids.size());
         // As the engine counts them (engine/live_request.cpp): HF derives the default length from
@@ -237,7 +238,8 @@ ParsedRequest parse_lorax_request(const json& body, const ServedModel& model, st
     refuse_if_set(p, "truncate", "prompts are not truncated");
     refuse_if_set(p, "watermark", "no watermarking");
     refuse_if_set(p, "return_k_alternatives", "the engine reports only the chosen token's logprob");
-    refuse_if_set(p, "apply_chat_template", "no chat templates");
+    // LoRAX's chat form: `inputs` is the conversation, rendered with the model's template (serve_chat.h).
+    if (read_bool(p, "apply_chat_template").value_or(false)) r.conversation = lorax_chat_inputs(*inputs);
     refuse_if_set(p, "response_format", "no constrained decoding");
     (void)read_string(p, "api_token");   // for private hub adapters on LoRAX; unused here, never logged
     if (auto best_of = read_int(p, "best_of")) {
