@@ -9,7 +9,6 @@
 #include <QCheckBox>
 #include <QFile>
 #include <QLineEdit>
-#include <QListView>
 #include <QListWidget>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -113,7 +112,7 @@ private Q_SLOTS:
         // Edit-and-resend: the last user turn and its answer are replaced.
         view.editLastButton()->click();
         QCOMPARE(view.messageBox()->toPlainText(), QStringLiteral("The quick brown fox"));
-        QCOMPARE(view.sendButton()->text(), QStringLiteral("Resend"));
+        QCOMPARE(view.sendButton()->text(), QStringLiteral("Re&send"));
         view.messageBox()->setPlainText(QStringLiteral("Hello world"));
         view.sendButton()->click();
         QVERIFY(wait_idle(s));
@@ -146,8 +145,8 @@ private Q_SLOTS:
         QCOMPARE(view.targetList()->count(), 2);
         for (int i = 0; i < 2; ++i) view.targetList()->item(i)->setCheckState(Qt::Checked);
         QCOMPARE(view.session()->targets(), (QStringList{QString(), QStringLiteral("terse")}));
-        QVERIFY(view.findChild<QListView*>(QStringLiteral("chat-pane-base")));
-        QVERIFY(view.findChild<QListView*>(QStringLiteral("chat-pane-terse")));
+        QVERIFY(view.findChild<QTextEdit*>(QStringLiteral("chat-pane-base")));
+        QVERIFY(view.findChild<QTextEdit*>(QStringLiteral("chat-pane-terse")));
         view.session()->setMaxNewTokens(6);
         view.messageBox()->setPlainText(QStringLiteral("Hi"));
         view.sendButton()->click();
@@ -158,6 +157,9 @@ private Q_SLOTS:
             // The fake's script for a conversation request (it has no prompt text) and this adapter.
             QCOMPARE(turns[1].text.toStdString(), test::FakeEngine::expected_text("", target.toStdString(), 6));
         }
+        // Each pane shows its own answer.
+        QVERIFY(view.findChild<QTextEdit*>(QStringLiteral("chat-pane-terse"))->toPlainText().contains(
+            QString::fromStdString(test::FakeEngine::expected_text("", "terse", 6))));
         QVERIFY(view.session()->transcript(QString())->turns()[1].text !=
                 view.session()->transcript(QStringLiteral("terse"))->turns()[1].text);
         // Without a template (the fake has none) the prompt pane says so instead of guessing.

@@ -4,7 +4,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
-#include <QListView>
+#include <QScrollBar>
 #include <QListWidget>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -41,6 +41,38 @@ QString marked_prompt(const QString& prompt, const QStringList& specials) {
     return QStringLiteral("<pre style=\"white-space:pre-wrap\">%1</pre>").arg(html);
 }
 
+// One target's pane: its transcript as wrapped text (a list view does not wrap a long answer
+// without spaces), redrawn whenever the model changes and kept scrolled to the newest turn.
+class TranscriptPane : public QTextEdit {
+public:
+    TranscriptPane(ChatTranscriptModel* model, QWidget* parent) : QTextEdit(parent), model_(model) {
+        setReadOnly(true);
+        setWordWrapMode(QTextOption::WrapAtWordBoundaryOrAnywhere);
+        connect(model, &QAbstractItemModel::modelReset, this, &TranscriptPane::redraw);
+        connect(model, &QAbstractItemModel::rowsInserted, this, &TranscriptPane::redraw);
+        connect(model, &QAbstractItemModel::rowsRemoved, this, &TranscriptPane::redraw);
+        connect(model, &QAbstractItemModel::dataChanged, this, &TranscriptPane::redraw);
+        redraw();
+    }
+
+private:
+    void redraw() {
+        QString html;
+        for (const auto& t : model_->turns()) {
+            const bool user = t.role == QLatin1String("user");
+            html += QStringLiteral("<p><b>%1</b> %2%3%4</p>")
+                        .arg(user ? tr("You:") : tr("Assistant:"), t.text.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>")),
+                             t.streaming ? QStringLiteral(" \u2026") : QString(),
+                             t.error.isEmpty() ? QString()
+                                               : QStringLiteral("<br><span style=\"color:#b00020\">%1</span>")
+                                                     .arg(tr("failed: %1").arg(t.error).toHtmlEscaped()));
+        }
+        setHtml(html);
+        verticalScrollBar()->setValue(verticalScrollBar()->maximum());
+    }
+    ChatTranscriptModel* model_;
+};
+
 }  // namespace
 
 ChatView::ChatView(EngineBridge* bridge, QWidget* parent) : QWidget(parent), bridge_(bridge) {
@@ -48,7 +80,7 @@ ChatView::ChatView(EngineBridge* bridge, QWidget* parent) : QWidget(parent), bri
     system_ = new QLineEdit(this);
     system_->setPlaceholderText(tr("System prompt (optional)"));
     targets_ = new QListWidget(this);
-    targets_->setMaximumHeight(90);
+    targets_->setMaximumHeight(64);
     targets_->setToolTip(tr("Who answers: each checked target gets its own pane and history"));
     max_tokens_ = new QSpinBox(this);
     max_tokens_->setRange(1, 4096);
@@ -58,11 +90,11 @@ ChatView::ChatView(EngineBridge* bridge, QWidget* parent) : QWidget(parent), bri
     input_ = new QPlainTextEdit(this);
     input_->setPlaceholderText(tr("Message"));
     input_->setMaximumHeight(70);
-    send_ = new QPushButton(tr("Send"), this);
-    edit_last_ = new QPushButton(tr("Edit last turn"), this);
-    stop_ = new QPushButton(tr("Stop"), this);
-    new_chat_ = new QPushButton(tr("New conversation"), this);
-    show_prompt_ = new QCheckBox(tr("Show the prompt the model sees"), this);
+    send_ = new QPushButton(tr("&Send"), this);
+    edit_last_ = new QPushButton(tr("&Edit last turn"), this);
+    stop_ = new QPushButton(tr("S&top"), this);
+    new_chat_ = new QPushButton(tr("&New conversation"), this);
+    show_prompt_ = new QCheckBox(tr("Show the &prompt the model sees"), this);
     prompt_view_ = new QTextEdit(this);
     prompt_view_->setReadOnly(true);
     prompt_view_->setVisible(false);
@@ -114,6 +146,11 @@ ChatView::ChatView(EngineBridge* bridge, QWidget* parent) : QWidget(parent), bri
     refresh_targets();
 }
 
+void ChatView::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    input_->setFocus();   // the tab opens ready to type; Alt+S sends
+}
+
 void ChatView::refresh_targets() {
     const QStringList checked = session_->targets();
     const QSignalBlocker block(targets_);
@@ -145,11 +182,8 @@ void ChatView::rebuild_panes() {
         layout->setContentsMargins(0, 0, 0, 0);
         auto* title = new QLabel(target.isEmpty() ? tr("Base model") : tr("Adapter %1").arg(target), pane);
         title->setStyleSheet(QStringLiteral("font-weight: bold"));
-        auto* list = new QListView(pane);
+        auto* list = new TranscriptPane(session_->transcript(target), pane);
         list->setObjectName(QStringLiteral("chat-pane-") + (target.isEmpty() ? QStringLiteral("base") : target));
-        list->setWordWrap(true);
-        list->setUniformItemSizes(false);
-        list->setModel(session_->transcript(target));
         layout->addWidget(title);
         layout->addWidget(list);
         panes_->addWidget(pane);
@@ -186,7 +220,9 @@ void ChatView::refresh_prompt() {
     for (const auto& target : session_->targets()) {
         QString error;
         const QString prompt = session_->renderedPrompt(target, &error);
-        html += QStringLiteral("<h4>%1</h4>").arg((target.isEmpty() ? tr("Base model") : target).toHtmlEscaped());
+        html += QStringLiteral("<h4>%1</h4>").arg(tr("%1: the prompt of its next answer")
+                                                      .arg(target.isEmpty() ? tr("Base model") : target)
+                                                      .toHtmlEscaped());
         html += error.isEmpty() ? marked_prompt(prompt, specials) : QStringLiteral("<p><i>%1</i></p>").arg(error.toHtmlEscaped());
     }
     prompt_view_->setHtml(html);
@@ -194,7 +230,7 @@ void ChatView::refresh_prompt() {
 
 void ChatView::update_buttons() {
     const bool busy = session_->busy();
-    send_->setText(editing_last_ ? tr("Resend") : tr("Send"));
+    send_->setText(editing_last_ ? tr("Re&send") : tr("&Send"));
     send_->setEnabled(!busy);
     edit_last_->setEnabled(!busy);
     stop_->setEnabled(busy);

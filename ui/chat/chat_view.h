@@ -2,7 +2,8 @@
 // (the base model and loaded adapters, checked), one pane per target side by side showing its
 // transcript as it streams, a message box with Send, Edit last turn (its text back into the box;
 // Send then resends it in place of the old turn and its answers) and Stop, and on demand the
-// prompt each target's model really sees, special tokens marked.
+// prompt each target's model really sees, special tokens marked. Keyboard: the message box has
+// the focus when the tab opens; Alt+S sends, Alt+E edits the last turn, Alt+P shows the prompt.
 #pragma once
 
 #include <QWidget>
@@ -37,6 +38,9 @@ public:
     QCheckBox* showPromptBox() const { return show_prompt_; }
     QTextEdit* promptView() const { return prompt_view_; }
     QLabel* statusLabel() const { return status_; }
+
+protected:
+    void showEvent(QShowEvent* event) override;
 
 private:
     void refresh_targets();
