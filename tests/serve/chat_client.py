@@ -16,14 +16,13 @@ import openai
 import requests
 
 
-def fail(message):
-    print("FAIL: " + message, file=sys.stderr)
-    sys.exit(1)
-
-
 def check(condition, message):
     if not condition:
-        fail(message)
+        sys.exit("FAIL: " + message)   # to stderr, exit status 1
+
+
+def fail(message):
+    check(False, message)
 
 
 def client_for(url):

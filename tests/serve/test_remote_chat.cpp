@@ -18,10 +18,8 @@
 
 using nlohmann::json;
 using namespace lorascope;
-using lorascope::test::q;
-using lorascope::test::Server;
-using lorascope::test::WaitSink;
 using lorascope::ui::RemoteDialect;
+using test::WaitSink;
 
 namespace {
 
@@ -51,11 +49,11 @@ json generate_line(const std::string& id, const json& messages) {
 
 class TestRemoteChat : public QObject {
     Q_OBJECT
-    Server server_;
+    test::Server server_;
 
     void conversations_match_generate(RemoteDialect dialect) {
         ui::RemoteEndpoint endpoint;
-        endpoint.url = QUrl(q(server_.url));
+        endpoint.url = QUrl(test::q(server_.url));
         endpoint.dialect = dialect;
         auto engine = ui::createRemoteEngine(endpoint);
         const json single = json::array({{{"role", "user"}, {"content", "Hello world"}}});
@@ -63,7 +61,7 @@ class TestRemoteChat : public QObject {
         engine->submit(chat_request(single), a);
         engine->submit(chat_request(kTurns), b);
         const auto expected = lorascope::test::run_generate({generate_line("single", single), generate_line("turns", kTurns)},
-                                                            {"--model", q(model_dir())});
+                                                            {"--model", test::q(model_dir())});
         QCOMPARE(expected.size(), size_t(2));
         for (const auto& [id, sink] : {std::pair{"single", a}, std::pair{"turns", b}}) {
             QVERIFY(sink->wait(120000));
@@ -90,7 +88,7 @@ private Q_SLOTS:
     void initTestCase() {
         QVERIFY2(lorascope::test::exists(model_dir() + "/tokenizer_config.json"),
                  "no chat_engine model: run the oracle_chat_engine step");
-        QVERIFY(server_.start({}, {"--model", q(model_dir())}));
+        QVERIFY(server_.start({}, {"--model", test::q(model_dir())}));
     }
     void lorax_dialect() { conversations_match_generate(RemoteDialect::Lorax); }
     void openai_dialect() { conversations_match_generate(RemoteDialect::OpenAi); }

@@ -18,7 +18,6 @@
 #include "test_env.h"
 
 using nlohmann::json;
-using lorascope::test::json_lines;
 using lorascope::test::PyResult;
 using lorascope::test::q;
 using lorascope::test::Server;
@@ -93,7 +92,7 @@ private Q_SLOTS:
         QVERIFY2(r.exit_code == 0, (r.err + r.out).c_str());
 
         std::map<std::string, int> modes;
-        for (const auto& got : json_lines(r.out)) {
+        for (const auto& got : lorascope::test::json_lines(r.out)) {
             const std::string id = got.at("case"), mode = got.at("mode"), where = id + "/" + mode + ": " + got.dump();
             const json& want = expected.at(id);
             ++modes[mode];
@@ -121,7 +120,7 @@ private Q_SLOTS:
     void refusals_are_4xx_naming_the_problem() {
         const PyResult r = run_client({q(server_.url), "errors"});
         QVERIFY2(r.exit_code == 0, (r.err + r.out).c_str());
-        const auto lines = json_lines(r.out);
+        const auto lines = lorascope::test::json_lines(r.out);
         QCOMPARE(lines.size(), size_t(1));
         const json& e = lines[0];
         auto has = [&](const char* key, int status, const std::string& text) {
@@ -148,7 +147,7 @@ private Q_SLOTS:
         QVERIFY(plain.start({}, {"--model", q(model_dir("plain"))}));
         const PyResult r = run_client({q(plain.url), "no-template"});
         QVERIFY2(r.exit_code == 0, (r.err + r.out).c_str());
-        const auto lines = json_lines(r.out);
+        const auto lines = lorascope::test::json_lines(r.out);
         QCOMPARE(lines.size(), size_t(1));
         QCOMPARE(lines[0].at("status").get<int>(), 400);
         QVERIFY2(lines[0].at("error").get<std::string>().find("has no chat template") != std::string::npos,
