@@ -8,6 +8,7 @@
 #include "lorascope/error.h"
 #include "lorascope/json_input.h"
 #include "lorascope/params_json.h"
+#include "serve_chat.h"
 
 namespace lorascope::serve {
 
@@ -243,14 +244,19 @@ void fit_to_budget(ParsedRequest& r, const ServedModel& model, const Tokenizer* 
     if (!tokenizer)
         invalid("the served model has no tokenizer files, so it cannot take text prompts");
     try {
-        std::vector<int64_t> ids = tokenizer->encode(r.inputs, true);
+        std::vector<int64_t> ids = tokenizer->encode(r.inputs, r.add_special_tokens);
         int64_t prompt = static_cast<int64_t>(ids.size());
         const ResolvedGenerationParams resolved = resolve(r.request.params, model.generation_config, "parameters");
-        if (resolved.truncate && prompt > *resolved.truncate) {
+        if (resolved.truncate && prompt > *resolved.truncate && r.add_special_tokens) {
             // The engine truncates the text as Hugging Face's tokenizer does (special tokens kept),
             // so that the request equals `generate`'s: it gets the text, and tokenizes it again.
             prompt = *resolved.truncate;
         } else {
+            // A rendered conversation carries its special tokens in the text: it keeps its last ids.
+            if (resolved.truncate && prompt > *resolved.truncate) {
+                ids.erase(ids.begin(), ids.end() - *resolved.truncate);
+                prompt = *resolved.truncate;
+            }
             r.request.input_ids = std::move(ids);
             r.request.prompt.reset();
         }
@@ -326,7 +332,8 @@ ParsedRequest parse_lorax_request(const json& body, const ServedModel& model, st
     refuse_if_set(p, "frequency_penalty", "use repetition_penalty");
     refuse_if_set(p, "presence_penalty", "use repetition_penalty");
     refuse_if_set(p, "watermark", "no watermarking");
-    refuse_if_set(p, "apply_chat_template", "no chat templates");
+    // LoRAX's chat form: `inputs` is the conversation, rendered with the model's template (serve_chat.h).
+    if (read_bool(p, "apply_chat_template").value_or(false)) r.conversation = lorax_chat_inputs(*inputs);
     refuse_if_set(p, "response_format", "no constrained decoding");
     (void)read_string(p, "api_token");   // for private hub adapters on LoRAX; unused here, never logged
     parse_lorax_adapter(p, r, model);

@@ -65,6 +65,12 @@ struct ParsedRequest {
     std::string model;                     // echoed back
     bool openai_logprobs = false;
     bool echo = false;
+    // Chat routes (serve_chat.h)
+    std::optional<Conversation> conversation;   // rendered into `inputs` by render_chat
+    bool chat = false;                          // answered in OpenAI's chat shapes
+    bool add_special_tokens = true;             // false for a rendered conversation: its template wrote them
+    int64_t top_logprobs = 0;                   // chat: alternatives per token in logprobs
+    bool tokens_as_ids = false;                 // chat: vLLM's return_tokens_as_token_ids
 };
 
 // Parses a request body with its nesting bounded (64 levels) while parsing. Malformed or too deep

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "serve_chat.h"
+
 namespace lorascope::serve {
 
 using nlohmann::json;
@@ -189,6 +191,7 @@ StreamWriter::StreamWriter(const ParsedRequest& request, bool openai, std::strin
     : request_(request), openai_(openai), completion_id_(std::move(completion_id)), created_(created) {}
 
 json StreamWriter::openai_chunk(const std::string& text, const TokenEvent* token, const FinishEvent* finish) const {
+    if (request_.chat) return openai_chat_chunk(request_, completion_id_, created_, text, token, finish);
     json choice = {{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
     if (request_.openai_logprobs && token)
         choice["logprobs"] = {{"tokens", {token->text_delta}},
@@ -206,6 +209,8 @@ json StreamWriter::openai_chunk(const std::string& text, const TokenEvent* token
 }
 
 std::string StreamWriter::begin() {
+    if (openai_ && request_.chat)   // a chat stream opens with the assistant's role
+        return sse_event(openai_chat_chunk(request_, completion_id_, created_, "", nullptr, nullptr, true));
     if (!openai_ || !request_.echo) return {};
     const std::string out = sse_event(openai_chunk(request_.inputs, nullptr, nullptr));
     streamed_ = request_.inputs;

@@ -1,5 +1,7 @@
 #include "serve_session.h"
 
+#include "serve_chat.h"
+
 #include <cstdio>
 #include <ctime>
 
@@ -58,7 +60,9 @@ Generation::Generation(ServeContext& context, ParsedRequest request, Dialect dia
       dialect_(dialect),
       wrap_in_list_(wrap_in_list),
       received_(received),
-      completion_id_(dialect == Dialect::OpenAI ? "cmpl-" + std::to_string(++context.completion_counter) : std::string()),
+      completion_id_(dialect == Dialect::OpenAI
+                         ? (request_.chat ? "chatcmpl-" : "cmpl-") + std::to_string(++context.completion_counter)
+                         : std::string()),
       created_(static_cast<int64_t>(std::time(nullptr))),
       writer_(request_, dialect == Dialect::OpenAI, completion_id_, created_),
       open_(context.open_requests) {}
@@ -102,6 +106,8 @@ Generation::Progress Generation::advance() {
             std::fprintf(stderr, "lorascope-cli serve: request %llu failed: %s\n", static_cast<unsigned long long>(id_),
                          f.error.c_str());
         if (request_.stream) p.events += writer_.finish(f);
+        else if (dialect_ == Dialect::OpenAI && request_.chat)
+            p.reply = openai_chat_whole_reply(request_, f, tokens_, completion_id_, created_);
         else if (dialect_ == Dialect::OpenAI) p.reply = openai_whole_reply(request_, f, tokens_, completion_id_, created_);
         else p.reply = lorax_whole_reply(request_, f, tokens_, context_.model, context_.tokenizer, wrap_in_list_);
     }

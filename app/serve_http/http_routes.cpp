@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "lorascope/error.h"
+#include "serve_chat.h"
 
 namespace lorascope::serve {
 
@@ -22,6 +23,7 @@ Route route_of(http::verb method, std::string_view target) {
         if (path == "/generate") return Route::Generate;
         if (path == "/generate_stream") return Route::GenerateStream;
         if (path == "/v1/completions") return Route::Completions;
+        if (path == "/v1/chat/completions") return Route::ChatCompletions;
     } else if (method == http::verb::get) {
         if (path == "/health") return Route::Health;
         if (path == "/info") return Route::Info;
@@ -33,7 +35,7 @@ Route route_of(http::verb method, std::string_view target) {
 
 bool generates(Route route) {
     return route == Route::Root || route == Route::Generate || route == Route::GenerateStream ||
-           route == Route::Completions;
+           route == Route::Completions || route == Route::ChatCompletions;
 }
 
 // Equal-time comparison: the time a wrong token takes to reject says nothing about the right one.
@@ -176,13 +178,16 @@ BodyOutcome Routes::on_body(Route route, const std::string& text, Clock::time_po
             throw;
         }
         const ServedModel& model = context_.model;
-        const Dialect dialect = route == Route::Completions ? Dialect::OpenAI : Dialect::Lorax;
+        const Dialect dialect =
+            route == Route::Completions || route == Route::ChatCompletions ? Dialect::OpenAI : Dialect::Lorax;
         const std::optional<bool> stream_by_route =
             route == Route::Generate ? std::optional<bool>(false)
             : route == Route::GenerateStream ? std::optional<bool>(true) : std::nullopt;
-        ParsedRequest parsed = dialect == Dialect::OpenAI ? parse_openai_completion(body, model)
-                                                          : parse_lorax_request(body, model, stream_by_route);
-        context_.prepare_request(parsed);
+        ParsedRequest parsed = route == Route::ChatCompletions ? parse_openai_chat(body, model)
+                               : dialect == Dialect::OpenAI    ? parse_openai_completion(body, model)
+                                                               : parse_lorax_request(body, model, stream_by_route);
+        render_chat(parsed, context_.engine.chat_templates());   // conversations only (chat routes)
+        context_.prepare_request(parsed);                        // local adapters, then the budget
         out.generation = std::make_unique<Generation>(context_, std::move(parsed), dialect, route == Route::Root, received);
         out.generation->start(std::move(notify));
     } catch (const HttpError& e) {

@@ -1,5 +1,5 @@
 // The routes of `lorascope-cli serve`: LoRAX's POST /, /generate and /generate_stream, OpenAI's
-// /v1/completions, and GET /health, /info, /metrics and /v1/models. A request is decided in two
+// /v1/completions and /v1/chat/completions (serve_chat.h), and GET /health, /info, /metrics and /v1/models. A request is decided in two
 // steps, so that nothing of an unwanted body is ever read: on_head (on the I/O thread) answers
 // from the request line and headers alone (unknown route, too many headers, wrong or missing
 // token, draining, an announced body over the limit, and every GET); once the body is in, a
@@ -23,7 +23,7 @@ namespace lorascope::serve {
 
 using RequestHead = boost::beast::http::request_header<>;
 
-enum class Route { None, Root, Generate, GenerateStream, Completions, Health, Info, Metrics, Models };
+enum class Route { None, Root, Generate, GenerateStream, Completions, ChatCompletions, Health, Info, Metrics, Models };
 
 struct HeadDecision {
     Route route = Route::None;

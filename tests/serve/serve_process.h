@@ -35,17 +35,17 @@ inline std::vector<nlohmann::json> json_lines(const std::string& text) {
     return out;
 }
 
-// What `lorascope-cli generate --demo` answers for these request lines, by id: the reference the
-// server's answers are compared with.
+// What `lorascope-cli generate --demo` (or `model`'s options) answers for these request lines, by
+// id: the reference the server's answers are compared with.
 inline std::map<std::string, nlohmann::json> run_generate(const std::vector<nlohmann::json>& requests,
-                                                          const QStringList& extra = {}) {
+                                                          const QStringList& model = {"--demo"}) {
     QTemporaryDir dir;
     const QString path = dir.filePath("requests.jsonl");
     QFile f(path);
     f.open(QIODevice::WriteOnly);
     for (const auto& r : requests) f.write((r.dump() + "\n").c_str());
     f.close();
-    const auto r = run_cli_command(QStringList{"generate", "--demo", "--input", path} + extra);
+    const auto r = run_cli_command(QStringList{"generate"} + model + QStringList{"--input", path});
     std::map<std::string, nlohmann::json> out;
     if (r.exit_code != 0) {
         qWarning("lorascope-cli generate failed: %s", r.err.c_str());
@@ -84,8 +84,9 @@ struct Server {
     nlohmann::json hello;
     std::string stderr_text;
 
-    bool start(const QStringList& extra) {
-        process.start(q(cli_path()), QStringList{"serve", "--demo", "--port", "0"} + extra);
+    // `model`: the model options (the demo pack by default, or {"--model", DIR}).
+    bool start(const QStringList& extra, const QStringList& model = {"--demo"}) {
+        process.start(q(cli_path()), QStringList{"serve"} + model + QStringList{"--port", "0"} + extra);
         if (!process.waitForStarted(30000)) return false;
         // The first stdout line says where it listens; loading the demo model takes a moment.
         QElapsedTimer t;

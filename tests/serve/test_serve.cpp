@@ -310,7 +310,7 @@ private Q_SLOTS:
             const json seed = c.at("id") == "best_of" ? served.at("best_of/generate").at("details").at("seed") : json();
             requests.push_back(inspection_request(c, seed));
         }
-        const auto expected = run_generate(requests, model_args);
+        const auto expected = run_generate(requests, QStringList{"--demo"} + model_args);
         QCOMPARE(expected.size(), requests.size());
         for (const auto& c : cases) {
             const std::string id = c.at("id");

@@ -34,6 +34,9 @@ public:
     const ModelConfig* modelConfig() const;
     const GenerationConfig* generationConfig() const;
     std::vector<AdapterInfo> adapters() const;
+    // The model's chat templates (the chat view renders prompts with them); null without an
+    // engine, for a model without one, or for a remote server (it renders its own).
+    const ModelChatTemplates* chatTemplates() const { return engine_ ? engine_->chat_templates() : nullptr; }
 
     // Off the GUI thread; ends in loadFinished, loadFailed or (after cancelLoad) loadCancelled.
     void loadModel(const EngineOptions& options);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "lorascope/error.h"
+#include "remote/remote_chat.h"
 #include "remote/remote_link.h"
 
 namespace lorascope::ui {
@@ -130,11 +131,22 @@ public:
         s->id = id;
         s->sink = sink;
         QString refused;
-        if (!request.prompt) refused = QStringLiteral("a remote server takes prompt text, not token ids");
+        if (!request.prompt && !request.conversation)
+            refused = QStringLiteral("a remote server takes prompt text or a conversation, not token ids");
         else if (const QString what = unsupported(request.params, link_->endpoint_.dialect); !what.isEmpty())
             refused = QStringLiteral("%1 is not offered by the %2 API").arg(what, dialect_name());
         if (refused.isEmpty()) {
-            if (link_->endpoint_.dialect == RemoteDialect::Lorax) {
+            if (request.conversation) {   // the server's chat template lays it out (remote_chat.h)
+                s->path = "/v1/chat/completions";
+                s->chat = true;
+                Request flat = request;
+                flat.prompt = std::string();
+                const bool lorax = link_->endpoint_.dialect == RemoteDialect::Lorax;
+                s->body = QJsonDocument(remote_detail::chatRequestBody(openai_body(flat), *request.conversation,
+                                                                       !request.adapter.empty(),
+                                                                       lorax ? QString() : model_id_))
+                              .toJson(QJsonDocument::Compact);
+            } else if (link_->endpoint_.dialect == RemoteDialect::Lorax) {
                 s->path = "/generate_stream";
                 s->body = QJsonDocument(lorax_body(request)).toJson(QJsonDocument::Compact);
             } else {

@@ -1,7 +1,8 @@
 // The window's second backend: a LoRAX server (or `lorascope-cli serve`) spoken to over HTTP, or
 // an OpenAI-compatible one (vLLM), behind the same lorascope::Engine interface that the bridge,
 // the panels, the board, the comparison view and export already use. Qt Network does the HTTP:
-// /generate_stream with details (LoRAX) or /v1/completions streaming with logprobs (OpenAI), one
+// /generate_stream with details (LoRAX) or /v1/completions streaming with logprobs (OpenAI), and
+// /v1/chat/completions for a conversation in either (remote_chat.h), one
 // stream per request; Cancel aborts the stream (the server cancels the request); connection
 // errors are retried with backoff, HTTP errors are not (they quote the server's error_type).
 // The API token goes only into the Authorization header: never into messages, logs or exports.

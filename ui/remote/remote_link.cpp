@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "lorascope/error.h"
+#include "remote/remote_chat.h"
 
 namespace lorascope::ui::remote_detail {
 
@@ -249,7 +250,8 @@ void Link::dispatch_event(const std::shared_ptr<Link::Stream>& s, const QByteArr
     const QJsonObject o = doc.object();
     if (o.contains(QStringLiteral("error")))
         return abort_with(s, http_error_message(200, data).replace(QStringLiteral("HTTP 200"), QStringLiteral("stream error")));
-    if (endpoint_.dialect == RemoteDialect::Lorax) on_lorax_event(s, o);
+    if (s->chat) on_openai_event(s, completionChunkOf(o));
+    else if (endpoint_.dialect == RemoteDialect::Lorax) on_lorax_event(s, o);
     else on_openai_event(s, o);
 }
 

@@ -37,6 +37,7 @@ public:
         QNetworkAccessManager* manager = nullptr;   // chosen at the first attempt, kept for retries
         int attempts = 0;
         bool got_data = false, cancelled = false, finished = false, done_marker = false;
+        bool chat = false;          // /v1/chat/completions (remote_chat.h), whatever the dialect
         QByteArray buffer;          // what arrived of the event being read (capped: kMaxEventBytes)
         qsizetype scanned = 0;      // how far `buffer` is known to hold no event end
         QByteArray error_body;      // an HTTP error's body, its first kMaxErrorBody bytes

@@ -22,6 +22,7 @@
 #include <QToolBar>
 #include <exception>
 
+#include "chat/chat_view.h"
 #include "compare/comparison_view.h"
 #include "inspector/batching_inspector.h"
 #include "inspector/server_metrics_view.h"
@@ -149,6 +150,8 @@ void MainWindow::buildLayout(EngineFactory lab_factory) {
     tabs_->addTab(inspector_, tr("Batching inspector"));
     lab_ = new LabView(bridge_, std::move(lab_factory), this);
     tabs_->addTab(lab_, tr("Batching lab"));
+    chat_ = new ChatView(bridge_, this);   // last, so that the other tabs keep their places
+    tabs_->addTab(chat_, tr("Chat"));
     setCentralWidget(tabs_);
     status_ = new QLabel(this);
     statusBar()->addPermanentWidget(status_, 1);

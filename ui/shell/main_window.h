@@ -21,6 +21,7 @@ namespace lorascope::ui {
 class AdapterListModel;
 class AdaptersPanel;
 class BatchingInspector;
+class ChatView;
 class ComparisonView;
 class LabView;
 class ErrorReporter;
@@ -61,6 +62,7 @@ public:
     ParamsPanel* paramsPanel() const { return params_panel_; }
     RequestBoard* requestBoard() const { return board_; }
     ComparisonView* comparisonView() const { return comparison_; }
+    ChatView* chatView() const { return chat_; }
     BatchingInspector* batchingInspector() const { return inspector_; }
     LabView* labView() const { return lab_; }
     QAction* openModelAction() const { return open_model_; }
@@ -121,6 +123,7 @@ private:
     ParamsPanel* params_panel_ = nullptr;
     RequestBoard* board_ = nullptr;
     ComparisonView* comparison_ = nullptr;
+    ChatView* chat_ = nullptr;
     BatchingInspector* inspector_ = nullptr;
     LabView* lab_ = nullptr;
     QDockWidget* params_dock_ = nullptr;
