@@ -46,6 +46,7 @@ struct ServeOptions {
     int port = 8080;                     // 0: any free port
     std::string api_token;               // empty: no authentication
     ServeLimits limits;
+    LatencyTargets goodput;              // --goodput-ttft-ms / --goodput-tpot-ms: what /metrics counts as goodput
 };
 
 // Counts a request from its body's arrival until its answer is written (streams: until the stream
@@ -90,7 +91,7 @@ struct ServeContext {
     const Tokenizer* tokenizer;          // may be null: text prompts are then refused (422)
     const ServeOptions options;
     const nlohmann::json info;           // GET /info's body
-    const std::shared_ptr<Metrics> metrics = std::make_shared<Metrics>();
+    const std::shared_ptr<Metrics> metrics = std::make_shared<Metrics>(options.goodput);
 
     std::atomic<bool> draining{false};   // new requests are answered 503
     std::atomic<int64_t> open_requests{0};
