@@ -114,6 +114,7 @@ private Q_SLOTS:
         if (const QByteArray png = qgetenv("LORASCOPE_FRONTIER_PNG"); !png.isEmpty()) {
             QTest::qWait(300);   // a real X server: let the window draw
             QVERIFY(demo_.window->grab().save(QString::fromLocal8Bit(png), "PNG"));
+            QTest::qWait(3000);   // the same view for an outside `import -window root` meanwhile
         }
     }
 
