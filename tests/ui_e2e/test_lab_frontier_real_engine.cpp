@@ -3,7 +3,8 @@
 // reference, gives one point per setting whose figures are `lorascope-cli bench`'s with the same
 // settings (requests, tokens, steps, rows and padding exact, and the whole step stream but for wall
 // times), whose coordinates are what that setting's requests CSV gives (no wall-clock assertions),
-// and a sweep of per-token targets gives the bench's requests and tokens. With
+// a click on a point loads its setting into a policy, and a sweep of per-token targets gives the
+// bench's requests and tokens. With
 // LORASCOPE_FRONTIER_PNG set it saves the window on the frontier page there (scripts/window-check's
 // Xvfb recipe looks at it on a real X server).
 #include <QApplication>
@@ -111,6 +112,18 @@ private Q_SLOTS:
         // The settings decide differently: a larger budget admits more prompt tokens a step.
         QVERIFY(runner->data(1).steps().size() != runner->data(3).steps().size());
         QVERIFY(runner->data(0).figures().mean_batch_rows < runner->data(2).figures().mean_batch_rows);
+        // A click on a point selects its setting; Load into B puts that policy in the editor.
+        QScatterSeries* budget16 = pointSeries(1, QStringLiteral("budget 16"));
+        QVERIFY(budget16);
+        Q_EMIT budget16->clicked(budget16->at(0));
+        QCOMPARE(frontier()->selectedSetting(), 2);
+        QVERIFY(frontier()->loadButton(1)->isEnabled());
+        QTest::mouseClick(frontier()->loadButton(1), Qt::LeftButton);
+        const EngineOptions b = lab()->policyEditor()->apply(1, EngineOptions());
+        QVERIFY(!b.static_batching);
+        QCOMPARE(b.prefill_budget_tokens, int64_t(16));
+        QCOMPARE(b.max_batch_size, a.max_batch_size);
+        lab()->usePreset();   // B static again, for the next sweep's base (A) and the fit of what follows
         if (const QByteArray png = qgetenv("LORASCOPE_FRONTIER_PNG"); !png.isEmpty()) {
             QTest::qWait(300);   // a real X server: let the window draw
             QVERIFY(demo_.window->grab().save(QString::fromLocal8Bit(png), "PNG"));

@@ -5,6 +5,7 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
 #include <QLineSeries>
@@ -59,7 +60,10 @@ LabFrontierView::LabFrontierView(EngineFactory factory, QWidget* parent)
     for (int c = 0; c < LabSummaryModel::FigureCount; ++c)
         table_->setColumnHidden(c, std::find(std::begin(shown), std::end(shown), c) == std::end(shown));
     table_->setMinimumHeight(4 * table_->fontMetrics().lineSpacing());
+    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table_->setSelectionMode(QAbstractItemView::SingleSelection);
     layout->addWidget(table_);
+    connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &LabFrontierView::refreshStatus);
 
     connect(runner_, &LabRunner::updated, this, [this] { refreshStatus(); });
     connect(runner_, &LabRunner::policyFinished, this, &LabFrontierView::refresh);
@@ -91,13 +95,21 @@ QWidget* LabFrontierView::buildControls() {
     run_ = new QPushButton(tr("Run sweep"), bar);
     run_->setAccessibleName(tr("Run the workload under every setting of the sweep"));
     cancel_ = new QPushButton(tr("Cancel"), bar);
+    load_a_ = new QPushButton(tr("Load into A"), bar);
+    load_b_ = new QPushButton(tr("Load into B"), bar);
+    for (QPushButton* b : {load_a_, load_b_})
+        b->setToolTip(tr("The selected setting's policy into the policy editor (click a point or a row to select it)"));
     l->addWidget(new QLabel(tr("Sweep"), bar));
     l->addWidget(kind_);
     l->addWidget(values_, 1);
-    l->addWidget(run_);
-    l->addWidget(cancel_);
+    for (QPushButton* b : {run_, cancel_, load_a_, load_b_}) l->addWidget(b);
     connect(run_, &QPushButton::clicked, this, &LabFrontierView::runRequested);
     connect(cancel_, &QPushButton::clicked, this, &LabFrontierView::cancel);
+    for (int policy : {0, 1})
+        connect(loadButton(policy), &QPushButton::clicked, this, [this, policy] {
+            const int i = selectedSetting();
+            if (i >= 0) Q_EMIT loadRequested(policy, runner_->policy(i).options);
+        });
     return bar;
 }
 
@@ -180,6 +192,7 @@ void LabFrontierView::plot(QChart* chart, QValueAxis* x, QValueAxis* y, const st
         s->setColor(settingColour(int(i) - 1, settings[i].reference));
         s->setBorderColor(Qt::transparent);
         s->append(points[i]);
+        connect(s, &QScatterSeries::clicked, this, [this, i] { selectSetting(int(i)); });
         chart->addSeries(s);
         if (!settings[i].reference) line->append(points[i]);
         hi_x = std::max(hi_x, points[i].x());
@@ -220,8 +233,22 @@ void LabFrontierView::refresh() {
     summary_->setFigures(rows, figures);
 }
 
+void LabFrontierView::selectSetting(int setting) {
+    if (setting < 0 || setting >= summary_->rowCount()) {
+        table_->clearSelection();
+        return;
+    }
+    table_->selectRow(setting);
+}
+
+int LabFrontierView::selectedSetting() const {
+    const QModelIndexList rows = table_->selectionModel()->selectedRows();
+    return rows.isEmpty() || rows.front().row() >= runner_->policyCount() ? -1 : rows.front().row();
+}
+
 void LabFrontierView::refreshStatus() {
     run_->setEnabled(!runner_->isRunning());
+    for (QPushButton* b : {load_a_, load_b_}) b->setEnabled(selectedSetting() >= 0);
     cancel_->setEnabled(runner_->isRunning());
     const int p = runner_->currentPolicy();
     if (runner_->isRunning() && p >= 0 && p < runner_->policyCount()) {

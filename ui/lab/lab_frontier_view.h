@@ -2,7 +2,8 @@
 // (or prefill budgets), one engine per setting, one after the other (LabRunner, the same code as
 // `lorascope-cli bench`), and each setting's throughput plotted against its latency as one point:
 // tokens/s against TTFT p50 and against per-token p95, static batching as the reference point.
-// The figures are the engine library's BenchFigures; a table below gives them in numbers.
+// The figures are the engine library's BenchFigures; a table below gives them in numbers. A click
+// on a point (or a row) selects that setting, and Load into A / B copies its policy to the editor.
 #pragma once
 
 #include <QWidget>
@@ -46,6 +47,9 @@ public:
     void setGoodputTargets(const LatencyTargets& targets);
     LabRunner* runner() const { return runner_; }
     QPushButton* runButton() const { return run_; }
+    QPushButton* loadButton(int policy) const { return policy == 0 ? load_a_ : load_b_; }
+    void selectSetting(int setting);   // a row of the table, as a click on its point does
+    int selectedSetting() const;       // -1: none
     QChart* chart(int i) const { return i == 0 ? ttft_chart_ : tpot_chart_; }   // 0: TTFT p50, 1: per-token p95
     LabSummaryModel* summary() const { return summary_; }
     void refresh();
@@ -53,6 +57,8 @@ public:
 
 Q_SIGNALS:
     void runRequested();   // the Run button: the lab view supplies the workload and the base policy
+    // Load into A (0) or B (1): the selected setting's batching options.
+    void loadRequested(int policy, const EngineOptions& options);
     void errorOccurred(const QString& title, const QString& message);
 
 private:
@@ -64,7 +70,7 @@ private:
     LabRunner* runner_ = nullptr;
     QComboBox* kind_ = nullptr;
     QLineEdit* values_ = nullptr;
-    QPushButton *run_ = nullptr, *cancel_ = nullptr;
+    QPushButton *run_ = nullptr, *cancel_ = nullptr, *load_a_ = nullptr, *load_b_ = nullptr;
     QLabel *status_ = nullptr, *key_ = nullptr;
     QChart *ttft_chart_ = nullptr, *tpot_chart_ = nullptr;
     QValueAxis *ttft_x_ = nullptr, *ttft_y_ = nullptr, *tpot_x_ = nullptr, *tpot_y_ = nullptr;

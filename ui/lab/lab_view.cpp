@@ -69,6 +69,9 @@ LabView::LabView(EngineBridge* bridge, EngineFactory factory, QWidget* parent)
     });
     connect(frontier_, &LabFrontierView::runRequested, this, [this] { runSweep(); });
     connect(frontier_, &LabFrontierView::errorOccurred, this, &LabView::errorOccurred);
+    connect(frontier_, &LabFrontierView::loadRequested, this, [this](int policy, const EngineOptions& options) {
+        policies_->setPolicy(policy, options);
+    });
     timeline_a_->setRun(nullptr, tr("A"));
     timeline_b_->setRun(nullptr, tr("B"));
     usePreset();
@@ -107,9 +110,9 @@ QWidget* LabView::buildSummaryTable() {
     summary_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     summary_table_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     summary_table_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    // Requests, failures, wall time, queue times and goodput's count are in the exported report;
-    // the table keeps to what compares.
-    // Padding and peak KV too: the charts show both, and at 1280 px the latency columns need the room.
+    // Requests, failures, wall time, queue times and goodput's count are in the exported report, and
+    // so are padding and peak KV (the charts show both): the table keeps to what compares, and at
+    // 1280 px its latency columns pushed the window to 1348 px with those two shown.
     for (int c : {LabSummaryModel::Requests, LabSummaryModel::Failed, LabSummaryModel::WallS, LabSummaryModel::QueueP50,
                   LabSummaryModel::QueueP95, LabSummaryModel::QueueP99, LabSummaryModel::GoodputRequests,
                   LabSummaryModel::PaddingShare, LabSummaryModel::PeakKv})
