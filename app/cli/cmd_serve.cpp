@@ -37,7 +37,7 @@ const char* const kUsage =
     "usage: lorascope-cli serve --model DIR [--adapter NAME=DIR]... [--host 127.0.0.1] [--port 8080]\n"
     "         [--api-token-file FILE] [--max-connections 64] [--max-open-connections 4096] [--max-body-bytes 1048576]\n"
     "         [--max-header-bytes 16384] [--request-timeout-seconds 30] [--keep-alive-seconds 5]\n"
-    "         [--shutdown-grace-seconds 30] [--adapter-dir DIR]\n"
+    "         [--shutdown-grace-seconds 30] [--adapter-dir DIR] [--goodput-ttft-ms MS] [--goodput-tpot-ms MS]\n"
     "         [--threads N] [--device cpu|cuda] [--dtype float32|bfloat16|int8|int4|float16] [--max-batch-size N]\n"
     "         [--kv-cache-dtype auto|float32|bfloat16|float16] [--max-batch-tokens N] [--adapter-memory-budget BYTES]\n"
     "       lorascope-cli serve --demo [--demo-model t5|bart|bloom] [--demo-dir DIR] [options above]\n"
@@ -58,6 +58,8 @@ const char* const kUsage =
     "  --max-body-bytes, --max-header-bytes: larger request bodies are answered 413, larger heads 431.\n"
     "  --request-timeout-seconds: a request's headers and body must arrive within it (from its first byte);\n"
     "  --keep-alive-seconds: an idle connection is closed after it.\n"
+    "  --goodput-ttft-ms / --goodput-tpot-ms: /metrics' lorascope_goodput_* count the requests that finished within\n"
+    "          both (0 or absent: no bound; the per-token one defaults to --tpot-target-ms), as bench counts them.\n"
     "  SIGINT/SIGTERM: closes idle connections and answers new requests 503 (closing after); running ones finish (up\n"
     "          to --shutdown-grace-seconds, then they are cancelled); a second signal cancels them at once.\n";
 
@@ -149,6 +151,10 @@ serve::ServeOptions serve_options_from(const Args& args) {
     l.request_timeout = std::chrono::seconds(in_range(args, "request-timeout-seconds", l.request_timeout.count(), 1, 3600));
     l.keep_alive_timeout = std::chrono::seconds(in_range(args, "keep-alive-seconds", l.keep_alive_timeout.count(), 1, 3600));
     o.adapter_dir = args.get_or("adapter-dir", "");
+    o.goodput.ttft_ms = args.get_double("goodput-ttft-ms", 0);
+    o.goodput.tpot_ms = args.get_double("goodput-tpot-ms", args.get_double("tpot-target-ms", 0));
+    if (o.goodput.ttft_ms < 0 || o.goodput.tpot_ms < 0)
+        throw Error(ErrorKind::InvalidArgument, "--goodput-ttft-ms and --goodput-tpot-ms must be >= 0 (ms; 0 = no bound)");
     if (const char* env = std::getenv("LORASCOPE_API_TOKEN")) o.api_token = env;
     if (auto file = args.get("api-token-file")) o.api_token = read_token_file(*file);
     if (auto token = args.get("api-token")) {
@@ -233,7 +239,7 @@ int cmd_serve(int argc, char** argv) {
     std::vector<std::string> known = {"help", "demo", "host", "port", "api-token", "api-token-file", "max-connections",
                                       "max-open-connections", "max-body-bytes", "max-header-bytes",
                                       "request-timeout-seconds", "keep-alive-seconds", "shutdown-grace-seconds",
-                                      "adapter-dir"};
+                                      "adapter-dir", "goodput-ttft-ms", "goodput-tpot-ms"};
     for (const auto& k : engine_option_names())
         if (k != "profile") known.push_back(k);
     for (const auto& k : demo_option_names()) known.push_back(k);

@@ -58,6 +58,7 @@ struct ServeOptions {
     // empty: they may not.
     std::string adapter_dir;
     ServeLimits limits;
+    LatencyTargets goodput;              // --goodput-ttft-ms / --goodput-tpot-ms: what /metrics counts as goodput
 };
 
 // Counts a request from its body's arrival until its answer is written (streams: until the stream
@@ -104,7 +105,7 @@ struct ServeContext {
     const Tokenizer* tokenizer;          // may be null: text prompts are then refused (422)
     const ServeOptions options;
     const nlohmann::json info;           // GET /info's body
-    const std::shared_ptr<Metrics> metrics = std::make_shared<Metrics>();
+    const std::shared_ptr<Metrics> metrics = std::make_shared<Metrics>(options.goodput);
     std::optional<AdapterDirectory> adapter_directory;   // from options.adapter_dir; throws if it is not one
 
     std::atomic<bool> draining{false};   // new requests are answered 503

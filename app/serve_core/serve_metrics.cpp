@@ -53,6 +53,14 @@ void by_cause(std::string& out, const char* name, const char* help, const char* 
 
 }  // namespace
 
+void prometheus_header(std::string& out, const std::string& name, const char* type, const char* help) {
+    header(out, name, type, help);
+}
+
+void prometheus_sample(std::string& out, const std::string& name, const std::string& labels, double value) {
+    sample(out, name, labels, value);
+}
+
 Histogram::Histogram(std::vector<double> upper_bounds) : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1, 0) {}
 
 void Histogram::observe(double value) {
@@ -76,11 +84,12 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
     sample(out, name + "_count", labels, static_cast<double>(count_));
 }
 
-Metrics::Metrics()
+Metrics::Metrics(LatencyTargets goodput)
     : request_duration_(duration_buckets()), request_validation_(duration_buckets()),
       request_queue_(duration_buckets()), request_inference_(duration_buckets()),
       request_per_token_(duration_buckets()), request_generated_(count_buckets()),
-      request_input_length_(count_buckets()), batch_prefill_(duration_buckets()), batch_decode_(duration_buckets()) {}
+      request_input_length_(count_buckets()), batch_prefill_(duration_buckets()), batch_decode_(duration_buckets()),
+      request_e2e_(duration_buckets()), latency_(goodput) {}
 
 void Metrics::on_step(const StepStats& stats) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -112,6 +121,7 @@ void Metrics::on_submitted() {
 void Metrics::on_finished(const FinishEvent& e, double validation_s, double total_s) {
     std::lock_guard<std::mutex> lock(mutex_);
     --in_engine_;
+    if (const auto e2e_s = latency_.on_finished(e)) request_e2e_.observe(*e2e_s);
     if (e.reason == FinishReason::Error) {
         ++request_failure_["generation"];
         return;
@@ -217,6 +227,7 @@ std::string Metrics::render() const {
     single(out, "lorascope_connections_open", "gauge", "Connections held open, idle and slow ones included",
            static_cast<double>(open_connections_));
     by_cause(out, "lorascope_connections_closed", "Connections the server closed on its own, by cause", "why", closed_);
+    latency_.render(out, request_e2e_);
     return out;
 }
 

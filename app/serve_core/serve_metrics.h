@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "lorascope/bench_report.h"
 #include "lorascope/engine.h"
+#include "serve_latency_metrics.h"
 
 namespace lorascope::serve {
 
@@ -27,9 +29,14 @@ private:
     double sum_ = 0;
 };
 
+// Prometheus text: a metric's HELP and TYPE lines, and one sample ("name{labels} value").
+void prometheus_header(std::string& out, const std::string& name, const char* type, const char* help);
+void prometheus_sample(std::string& out, const std::string& name, const std::string& labels, double value);
+
 class Metrics {
 public:
-    Metrics();
+    // `goodput`: what lorascope_goodput_* counts as good (serve's --goodput-ttft-ms / --goodput-tpot-ms).
+    explicit Metrics(LatencyTargets goodput = {});
 
     // The engine thread, after every step.
     void on_step(const StepStats& stats);
@@ -60,7 +67,8 @@ private:
     StepStats last_step_;
     uint64_t steps_prefill_ = 0, steps_decode_ = 0;
     Histogram request_duration_, request_validation_, request_queue_, request_inference_, request_per_token_,
-        request_generated_, request_input_length_, batch_prefill_, batch_decode_;
+        request_generated_, request_input_length_, batch_prefill_, batch_decode_, request_e2e_;
+    LatencyMetrics latency_;
 };
 
 }  // namespace lorascope::serve

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "cli_process.h"
+#include "csv_rows.h"
 #include "lorascope/bench_report.h"
 
 using namespace lorascope;
@@ -21,29 +22,10 @@ namespace {
 
 constexpr int kRequests = 24;
 
-// A CSV file as rows of column -> cell.
-std::vector<std::map<QString, QString>> readCsv(const QString& path) {
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly)) return {};
-    const QStringList lines = QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
-    std::vector<std::map<QString, QString>> rows;
-    if (lines.isEmpty()) return rows;
-    const QStringList header = lines[0].split(QLatin1Char(','));
-    for (int i = 1; i < lines.size(); ++i) {
-        const QStringList cells = lines[i].split(QLatin1Char(','));
-        std::map<QString, QString> row;
-        for (int c = 0; c < header.size() && c < cells.size(); ++c) row[header[c]] = cells[c];
-        rows.push_back(row);
-    }
-    return rows;
-}
+using test::readCsv;
 
-double number(const std::map<QString, QString>& row, const char* column) {
-    return row.at(QString::fromLatin1(column)).toDouble();
-}
-
-// Equal up to the last bits that printing and parsing may change.
-bool same(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
+double number(const test::CsvRow& row, const char* column) { return test::csvNumber(row, column); }
+bool same(double a, double b) { return test::sameNumber(a, b); }
 
 }  // namespace
 

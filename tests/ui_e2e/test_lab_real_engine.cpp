@@ -2,7 +2,8 @@
 // offscreen: the preset workload (all at once) under A (continuous) and B (static) gives the same
 // deterministic figures and the same step stream as `lorascope-cli bench` on the same workload
 // file and model (steps, rows per step, padding share, generated tokens, the whole steps CSV but
-// for wall times); the timeline's cells are that StepStats stream; the export reads back; the lab
+// for wall times); end-to-end latency and goodput are what the exported requests CSV gives; the
+// timeline's cells are that StepStats stream; the export reads back; the lab
 // screenshot is not blank; and a 500-request workload keeps the event loop turning.
 #include <QApplication>
 #include <QElapsedTimer>
@@ -18,15 +19,22 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <QChart>
+#include <QXYSeries>
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "cli_process.h"
+#include "lab_e2e_support.h"
+#include "csv_rows.h"
 #include "shell/error_reporter.h"
 #include "recording_reporter.h"
 #include "event_loop_probe.h"
 #include "lab/lab_charts.h"
+#include "lab/lab_goodput_form.h"
+#include "lab/lab_latency_charts.h"
 #include "lab/lab_policy_editor.h"
 #include "lab/lab_request_model.h"
 #include "lab/lab_run_data.h"
@@ -52,24 +60,10 @@
 
 using namespace lorascope;
 using namespace lorascope::ui;
+using test::readAll;
+using test::withoutWallTimes;
 
 namespace {
-
-// The steps CSV without its time columns (wall_ms, prefill_ms), the figures that are measured rather than decided.
-QStringList withoutWallTimes(const QString& csv) {
-    QStringList out;
-    for (const QString& line : csv.split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
-        QStringList cells = line.split(QLatin1Char(','));
-        if (cells.size() > 2) cells.remove(1, 2);   // wall_ms and prefill_ms
-        out << cells.join(QLatin1Char(','));
-    }
-    return out;
-}
-
-QString readAll(const QString& path) {
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
-}
 
 double pixelVariance(const QImage& image) {
     const QImage gray = image.convertToFormat(QImage::Format_Grayscale8);
@@ -90,13 +84,10 @@ double pixelVariance(const QImage& image) {
 
 class LabRealEngineTest : public QObject {
     Q_OBJECT
-    QTemporaryDir dir_;
-    std::shared_ptr<test::RecordingReporter> reporter_ = std::make_shared<test::RecordingReporter>();
-    std::unique_ptr<MainWindow> window_;
-    DemoModel model_;
+    test::DemoLabWindow demo_;
     QStringList preset_steps_[2];   // the preset's steps CSV per policy (wall times left out), as bench gave them
 
-    LabView* lab() const { return window_->labView(); }
+    LabView* lab() const { return demo_.window->labView(); }
 
     bool runAndWait(int timeout_ms) {
         if (!lab()->run()) return false;
@@ -108,61 +99,33 @@ class LabRealEngineTest : public QObject {
 
     // `lorascope-cli bench --demo` on the workload file under policy `policy` of the lab's editor.
     QJsonObject cliBench(const QString& workload, int policy, const QString& csv) {
-        const EngineOptions o = lab()->policyEditor()->apply(policy, EngineOptions());
-        QStringList args = {QStringLiteral("bench"), QStringLiteral("--demo"), QStringLiteral("--demo-dir"),
-                            QStringLiteral(LORASCOPE_TEST_DEMO_DIR), QStringLiteral("--workload"), workload,
-                            QStringLiteral("--steps-csv"), csv, QStringLiteral("--max-batch-size"),
-                            QString::number(o.max_batch_size), QStringLiteral("--max-batch-tokens"),
-                            QString::number(o.max_batch_tokens)};
-        // Absent: the budget in time (kPrefillBudgetInTime), the CLI's default as the engine's.
-        if (o.prefill_budget_tokens >= 0) args << QStringLiteral("--prefill-budget") << QString::number(o.prefill_budget_tokens);
-        if (o.tpot_target_ms > 0) args << QStringLiteral("--tpot-target-ms") << QString::number(o.tpot_target_ms);
-        if (o.static_batching) args << QStringLiteral("--static");
-        const test::CliResult r = test::run_cli_command(args, 240000);
-        if (r.exit_code != 0) {
-            qWarning("lorascope-cli bench failed (%d): %s", r.exit_code, r.err.c_str());
-            return {};
-        }
-        return QJsonDocument::fromJson(QByteArray::fromStdString(r.out)).object();
+        return test::cliBench(workload, lab()->policyEditor()->apply(policy, EngineOptions()), csv);
     }
 
 private Q_SLOTS:
     void initTestCase() {
         QVERIFY2(!test::cli_path().empty(), "LORASCOPE_CLI is not set");
-        model_ = load_demo_pack(LORASCOPE_TEST_DEMO_DIR).model("t5");
-        MainWindowOptions options;
-        options.engine_factory = [](const EngineOptions& o) { return Engine::create(o); };
-        options.error_reporter = reporter_;
-        options.settings_file = dir_.filePath(QStringLiteral("settings.ini"));
-        window_ = std::make_unique<MainWindow>(std::move(options));
-        window_->resize(1280, 800);
-        window_->show();
-        window_->modelPanel()->setThreads(1);
-        QVERIFY(test::load_through_panel(*window_, QString::fromStdString(model_.dir), 120000));
-        for (const auto& a : model_.adapters) window_->addAdapter(QString::fromStdString(a.dir));
-        QTRY_COMPARE_WITH_TIMEOUT(int(window_->bridge()->adapters().size()), int(model_.adapters.size()), 60000);
-        QTRY_COMPARE_WITH_TIMEOUT(int(window_->adapterModel()->readyNames().size()), int(model_.adapters.size()), 60000);
-        window_->focusLab();
+        QVERIFY(demo_.open());
     }
 
     void presetMatchesTheCliBench() {
         lab()->usePreset();
         const Workload workload = lab()->workloadForm()->workload();
         QCOMPARE(workload.arrival.kind, ArrivalKind::All);
-        QCOMPARE(int(workload.adapters.size()), 1 + int(model_.adapters.size()));   // base and every adapter
-        const QString file = dir_.filePath(QStringLiteral("preset.json"));
+        QCOMPARE(int(workload.adapters.size()), 1 + int(demo_.model.adapters.size()));   // base and every adapter
+        const QString file = demo_.dir.filePath(QStringLiteral("preset.json"));
         {
             std::ofstream out(file.toStdString());
             out << workload_to_json(workload);
         }
         QVERIFY(runAndWait(240000));
-        QVERIFY2(reporter_->reports.isEmpty(), qPrintable(reporter_->reports.join('\n')));
+        QVERIFY2(demo_.reporter->reports.isEmpty(), qPrintable(demo_.reporter->reports.join('\n')));
         LabRunner* runner = lab()->runner();
         QCOMPARE(runner->policyCount(), 2);
         for (int p = 0; p < 2; ++p) {
             const LabRunData& d = runner->data(p);
             QVERIFY(d.hasFigures());
-            const QString csv = dir_.filePath(QStringLiteral("cli-%1.csv").arg(p));
+            const QString csv = demo_.dir.filePath(QStringLiteral("cli-%1.csv").arg(p));
             const QJsonObject bench = cliBench(file, p, csv);
             QVERIFY2(!bench.isEmpty(), "no bench report");
             QCOMPARE(bench.value("batching").toString(), p == 0 ? QStringLiteral("continuous") : QStringLiteral("static"));
@@ -190,6 +153,67 @@ private Q_SLOTS:
         for (int p = 0; p < 2; ++p)
             QCOMPARE(summary->data(summary->index(p, LabSummaryModel::Steps)).toString(),
                      QString::number(runner->data(p).figures().steps));
+    }
+
+    // End-to-end latency and goodput, set after the run: the lab's figures, its summary and its
+    // end-to-end CDF are what its exported requests CSV gives under bench's definitions
+    // (recomputed here from the records), and its tokens are the steps CSV's decoded rows.
+    void latencyAndGoodputAreTheRequestsCsv() {
+        const LabRunner* runner = lab()->runner();
+        QVERIFY(runner->policyCount() == 2 && runner->data(0).hasFigures());
+        // Targets inside A's spread (to the form's 0.1 ms), so that goodput counts some, not all.
+        std::vector<double> tpot;
+        for (const auto& [id, t] : runner->data(0).timings()) tpot.push_back(t.tpot_ms());
+        LatencyTargets targets;
+        targets.ttft_ms = std::round(percentile(runner->data(0).ttftMs(), 75) * 10) / 10;
+        targets.tpot_ms = std::round(percentile(tpot, 75) * 10) / 10;
+        lab()->goodputForm()->setTargets(targets);
+        QCOMPARE(runner->goodputTargets().ttft_ms, targets.ttft_ms);
+        QTemporaryDir out;
+        QString error;
+        lab()->exportTo(out.path(), &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        const LabSummaryModel* summary = lab()->summary();
+        for (int p = 0; p < 2; ++p) {
+            const QChar name('A' + p);
+            const auto requests = test::readCsv(out.filePath(QStringLiteral("lab-requests-%1.csv").arg(name)));
+            const auto steps = test::readCsv(out.filePath(QStringLiteral("lab-steps-%1.csv").arg(name)));
+            const BenchFigures& f = runner->data(p).figures();
+            QCOMPARE(qint64(requests.size()), f.requests);
+            std::vector<double> e2e, queue;
+            int64_t good = 0, tokens = 0, decoded = 0;
+            for (const auto& r : requests) {
+                e2e.push_back(test::csvNumber(r, "e2e_ms"));
+                queue.push_back(test::csvNumber(r, "queue_ms"));
+                tokens += r.at(QStringLiteral("tokens")).toLongLong();
+                good += r.at(QStringLiteral("reason")) != QLatin1String("error") && test::csvNumber(r, "ttft_ms") <= targets.ttft_ms &&
+                        test::csvNumber(r, "tpot_ms") <= targets.tpot_ms;
+            }
+            for (const auto& s : steps) decoded += s.at(QStringLiteral("decode_tokens")).toLongLong();
+            QCOMPARE(tokens, f.generated_tokens);
+            QCOMPARE(decoded, f.generated_tokens);
+            QCOMPARE(f.goodput_requests, good);
+            QVERIFY(test::sameNumber(f.goodput_share, double(good) / double(requests.size())));
+            const std::pair<double, double> e2e_figures[] = {{f.e2e_p50_ms, 50}, {f.e2e_p95_ms, 95}, {f.e2e_p99_ms, 99}};
+            for (const auto& [figure, q] : e2e_figures) QVERIFY2(test::sameNumber(figure, percentile(e2e, q)), qPrintable(QString::number(q)));
+            QVERIFY(test::sameNumber(f.queue_p95_ms, percentile(queue, 95)));
+            auto shown = [&](int column) { return summary->data(summary->index(p, column)).toString(); };
+            QCOMPARE(shown(LabSummaryModel::E2eP50), QString::number(percentile(e2e, 50), 'f', 1));
+            QCOMPARE(shown(LabSummaryModel::E2eP99), QString::number(percentile(e2e, 99), 'f', 1));
+            QCOMPARE(shown(LabSummaryModel::Goodput), QString::number(100.0 * double(good) / double(requests.size()), 'f', 1));
+            QCOMPARE(shown(LabSummaryModel::GoodputRequests), QString::number(good));
+            // The CDF ends at the slowest request, at 100 %.
+            const auto* cdf = qobject_cast<QXYSeries*>(lab()->latencyCharts()->chart(0)->series().value(p));
+            QVERIFY(cdf);
+            QCOMPARE(qint64(cdf->count()), qint64(requests.size()));
+            QVERIFY(test::sameNumber(cdf->points().back().x(), *std::max_element(e2e.begin(), e2e.end())));
+            QCOMPARE(cdf->points().back().y(), 100.0);
+            if (p == 0) QVERIFY2(good > 0 && good < int64_t(requests.size()), qPrintable(QString::number(good)));
+        }
+        const QString md = readAll(out.filePath(QStringLiteral("lab-report.md")));
+        QVERIFY(md.contains(QStringLiteral("TTFT %1 ms").arg(targets.ttft_ms)));
+        lab()->goodputForm()->setTargets({});
+        QCOMPARE(runner->data(0).figures().goodput_requests, runner->data(0).figures().requests);
     }
 
     void timelineCellsAreTheStepStream() {
@@ -249,7 +273,7 @@ private Q_SLOTS:
         QString error;
         const QStringList files = lab()->exportTo(out.path(), &error);
         QVERIFY2(error.isEmpty(), qPrintable(error));
-        QCOMPARE(files.size(), 4);   // charts PNG, two CSVs, the report
+        QCOMPARE(files.size(), 6);   // charts PNG, steps and requests CSVs of A and B, the report
         for (int p = 0; p < 2; ++p) {
             std::ostringstream csv;
             write_steps_csv(csv, lab()->runner()->data(p).steps());
@@ -268,7 +292,7 @@ private Q_SLOTS:
     void screenshotIsNotBlank() {
         QTemporaryDir out;
         QString error;
-        const QStringList files = renderLabScreenshots(*window_, out.path(), &error);
+        const QStringList files = renderLabScreenshots(*demo_.window, out.path(), &error);
         QVERIFY2(error.isEmpty(), qPrintable(error));
         QCOMPARE(files.size(), 2);
         for (const QString& f : files) {
@@ -376,26 +400,26 @@ private Q_SLOTS:
     // Found on the way: at the default 1280 x 800 the comparison view shows all four demo columns
     // (base and three adapters) without scrolling, and the adapters dock shows the Targets column.
     void comparisonAndAdaptersFitTheDefaultWindow() {
-        window_->resize(1280, 800);
-        auto* params = window_->findChild<QDockWidget*>(QStringLiteral("paramsDock"));
+        demo_.window->resize(1280, 800);
+        auto* params = demo_.window->findChild<QDockWidget*>(QStringLiteral("paramsDock"));
         QVERIFY(params);
         params->show();   // the lab hid it; the comparison must fit beside it
-        window_->composer()->setText(QStringLiteral("queen wolf kite goat sun"));
+        demo_.window->composer()->setText(QStringLiteral("queen wolf kite goat sun"));
         QStringList targets{QString()};
-        for (const auto& a : window_->bridge()->adapters()) targets << QString::fromStdString(a.name);
-        window_->composer()->setSelectedTargets(targets);
-        QVERIFY(window_->compareTargets() > 0);
-        QTRY_COMPARE_WITH_TIMEOUT(window_->requestModel()->unfinishedCount(), 0, 60000);
-        window_->showTab(MainWindow::Tab::Compare);
+        for (const auto& a : demo_.window->bridge()->adapters()) targets << QString::fromStdString(a.name);
+        demo_.window->composer()->setSelectedTargets(targets);
+        QVERIFY(demo_.window->compareTargets() > 0);
+        QTRY_COMPARE_WITH_TIMEOUT(demo_.window->requestModel()->unfinishedCount(), 0, 60000);
+        demo_.window->showTab(MainWindow::Tab::Compare);
         QApplication::processEvents();
-        QCOMPARE(window_->comparisonView()->columnCount(), 4);
+        QCOMPARE(demo_.window->comparisonView()->columnCount(), 4);
         QScrollArea* columns = nullptr;
-        for (auto* area : window_->comparisonView()->findChildren<QScrollArea*>())
+        for (auto* area : demo_.window->comparisonView()->findChildren<QScrollArea*>())
             if (area->accessibleName() == QLatin1String("Comparison columns")) columns = area;
         QVERIFY(columns);
         QTRY_VERIFY(columns->isVisible());
         QCOMPARE(columns->horizontalScrollBar()->maximum(), 0);
-        QTableView* adapters = window_->adaptersPanel()->view();
+        QTableView* adapters = demo_.window->adaptersPanel()->view();
         QCOMPARE(adapters->horizontalHeader()->visualIndex(AdapterListModel::ColTargets), 1);
         const int right = adapters->columnViewportPosition(AdapterListModel::ColTargets) + adapters->columnWidth(AdapterListModel::ColTargets);
         QVERIFY2(right <= adapters->viewport()->width(), qPrintable(QStringLiteral("Targets ends at %1 of %2 px").arg(right).arg(adapters->viewport()->width())));
@@ -403,14 +427,14 @@ private Q_SLOTS:
             const QString text = adapters->model()->index(row, AdapterListModel::ColTargets).data().toString();
             QVERIFY2(adapters->fontMetrics().horizontalAdvance(text) < adapters->columnWidth(AdapterListModel::ColTargets), qPrintable(text));
         }
-        window_->focusLab();
+        demo_.window->focusLab();
     }
 
     // Found on the way: the load reports tensors read of the checkpoint's, and the progress
     // callback's "stop" ends it there (the bridge's Cancel), with a Cancelled error.
     void loadReportsProgressAndCanBeStopped() {
         EngineOptions o;
-        o.model_dir = model_.dir;
+        o.model_dir = demo_.model.dir;
         o.threads = 1;
         int calls = 0;
         int64_t read = 0, total = 0;
@@ -425,7 +449,7 @@ private Q_SLOTS:
             QFAIL("the load went on after the progress callback said stop");
         } catch (const Error& e) {
             QCOMPARE(e.kind(), ErrorKind::Cancelled);
-            QVERIFY2(QString::fromStdString(e.what()).contains(QString::fromStdString(model_.dir)), e.what());
+            QVERIFY2(QString::fromStdString(e.what()).contains(QString::fromStdString(demo_.model.dir)), e.what());
         }
         QCOMPARE(calls, 3);
         QCOMPARE(read, int64_t(3));
@@ -442,7 +466,7 @@ private Q_SLOTS:
         QVERIFY(read > 3 && read <= total);
     }
 
-    void cleanupTestCase() { window_.reset(); }
+    void cleanupTestCase() { demo_.window.reset(); }
 };
 
 QTEST_MAIN(LabRealEngineTest)

@@ -26,13 +26,6 @@ QList<QPointF> sampled(const QList<QPointF>& points) {
     return out;
 }
 
-QList<QPointF> cdf(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    QList<QPointF> out;
-    for (size_t i = 0; i < values.size(); ++i) out.append({values[i], 100.0 * double(i + 1) / double(values.size())});
-    return out;
-}
-
 template <typename Value>
 QList<QPointF> perStep(const LabRunData& run, Value value) {
     QList<QPointF> out;
@@ -42,6 +35,13 @@ QList<QPointF> perStep(const LabRunData& run, Value value) {
     return out;
 }
 }  // namespace
+
+QList<QPointF> LabCharts::cdf(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    QList<QPointF> out;
+    for (size_t i = 0; i < values.size(); ++i) out.append({values[i], 100.0 * double(i + 1) / double(values.size())});
+    return out;
+}
 
 QColor LabCharts::policyColour(int policy) {
     static const QColor colours[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xe6, 0x6a, 0x00), QColor(0x2c, 0xa0, 0x2c), QColor(0x94, 0x67, 0xbd)};

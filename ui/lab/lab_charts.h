@@ -3,6 +3,8 @@
 // KV cache each request held at most. Counts get integer ticks; every axis names its unit.
 #pragma once
 
+#include <QList>
+#include <QPointF>
 #include <QWidget>
 #include <vector>
 
@@ -23,6 +25,8 @@ public:
     int chartCount() const { return int(charts_.size()); }
     QChart* chart(int i) const { return charts_.at(size_t(i)).chart; }
     static QColor policyColour(int policy);
+    // (value, % of values at or below it), ascending: the CDFs' points.
+    static QList<QPointF> cdf(std::vector<double> values);
     static constexpr int kMaxPoints = 500;   // per series (a chart is a few hundred pixels wide): longer runs are sampled evenly
 
 private:

@@ -39,20 +39,32 @@ QStringList exportLabRun(const LabExportInput& in, const QString& dir, QString* 
         }
         written << png;
     }
-    QStringList csvs;
+    QStringList csvs, request_csvs;
     for (int i = 0; in.runner && i < in.runner->policyCount(); ++i) {
-        std::ostringstream csv;
+        std::ostringstream csv, requests;
         write_steps_csv(csv, in.runner->data(i).steps());
+        write_requests_csv(requests, in.runner->data(i).timings());
         const QString path = d.filePath(QStringLiteral("lab-steps-%1.csv").arg(in.runner->policy(i).name));
+        const QString requests_path = d.filePath(QStringLiteral("lab-requests-%1.csv").arg(in.runner->policy(i).name));
         if (!writeFile(path, QByteArray::fromStdString(csv.str()), error)) return written;
         written << path;
+        if (!writeFile(requests_path, QByteArray::fromStdString(requests.str()), error)) return written;
+        written << requests_path;
         csvs << QFileInfo(path).fileName();
+        request_csvs << QFileInfo(requests_path).fileName();
     }
     QString md = QStringLiteral("# Lorascope batching lab\n\nModel: `%1`\n\n## Policies\n\n").arg(in.model_dir);
     for (int i = 0; in.runner && i < in.runner->policyCount(); ++i)
-        md += QStringLiteral("- **%1**: %2 (steps: `%3`)\n")
-                  .arg(in.runner->policy(i).name, i < in.policy_descriptions.size() ? in.policy_descriptions[i] : QString(), csvs.value(i));
+        md += QStringLiteral("- **%1**: %2 (steps: `%3`, requests: `%4`)\n")
+                  .arg(in.runner->policy(i).name, i < in.policy_descriptions.size() ? in.policy_descriptions[i] : QString(),
+                       csvs.value(i), request_csvs.value(i));
     md += QStringLiteral("\n## Figures\n\nAs `lorascope-cli bench` defines them (engine/include/lorascope/bench_report.h).\n\n");
+    if (in.runner) {
+        const LatencyTargets& t = in.runner->goodputTargets();
+        md += QStringLiteral("Goodput: requests finished within TTFT %1 and per token %2.\n\n")
+                  .arg(t.ttft_ms > 0 ? QStringLiteral("%1 ms").arg(t.ttft_ms) : QStringLiteral("(any)"),
+                       t.tpot_ms > 0 ? QStringLiteral("%1 ms").arg(t.tpot_ms) : QStringLiteral("(any)"));
+    }
     if (in.summary) md += in.summary->toMarkdown();
     if (in.charts) md += QStringLiteral("\n## Charts\n\n![charts](lab-charts.png)\n");
     md += QStringLiteral("\n## Workload\n\n```json\n%1\n```\n").arg(in.workload_json);

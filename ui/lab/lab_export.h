@@ -1,6 +1,7 @@
 // Export of a lab run into a directory: lab-report.md (workload, policies, the summary table,
-// and the charts' image), lab-steps-<policy>.csv per policy (the engine library's steps CSV, the
-// same as `lorascope-cli bench --steps-csv`) and lab-charts.png.
+// and the charts' image), lab-steps-<policy>.csv and lab-requests-<policy>.csv per policy (the
+// engine library's steps and requests CSVs, the same as `lorascope-cli bench --steps-csv` and
+// `--requests-csv`) and lab-charts.png.
 #pragma once
 
 #include <QStringList>

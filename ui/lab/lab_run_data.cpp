@@ -82,11 +82,24 @@ void LabRunData::apply(const LabEvents& events) {
     }
 }
 
-void LabRunData::setFigures(const BenchFigures& figures, std::vector<double> ttft_ms, std::vector<double> per_token_ms) {
+void LabRunData::setFigures(const BenchFigures& figures, std::vector<double> ttft_ms, std::vector<double> per_token_ms,
+                            std::map<RequestId, RequestTiming> timings) {
     figures_ = figures;
     ttft_ms_ = std::move(ttft_ms);
     per_token_ms_ = std::move(per_token_ms);
+    timings_ = std::move(timings);
     has_figures_ = true;
+}
+
+void LabRunData::recountGoodput(const LatencyTargets& targets) {
+    if (has_figures_) figures_ = compute_figures(steps_, timings_, figures_.wall_s, targets);
+}
+
+std::vector<double> LabRunData::e2eMs() const {
+    std::vector<double> out;
+    for (const auto& [id, t] : timings_)
+        if (t.tokens > 0) out.push_back(t.e2e_ms());
+    return out;
 }
 
 void LabRunData::cancelUnfinished() {

@@ -6,6 +6,7 @@
 
 #include <QString>
 #include <cstdint>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -46,7 +47,12 @@ public:
     // The workload's requests, in submission order, before anything runs.
     void reset(const std::vector<Request>& requests, const std::vector<double>& arrivals_s);
     void apply(const LabEvents& events);
-    void setFigures(const BenchFigures& figures, std::vector<double> ttft_ms, std::vector<double> per_token_ms);
+    // The finished run's figures and the records behind them (BenchRecorder's, as `bench` has them).
+    void setFigures(const BenchFigures& figures, std::vector<double> ttft_ms, std::vector<double> per_token_ms,
+                    std::map<RequestId, RequestTiming> timings);
+    // The figures again with other goodput targets (the engine library's compute_figures on the
+    // same steps, request timings and wall time); nothing without figures.
+    void recountGoodput(const LatencyTargets& targets);
     // The run was cancelled: what has not finished is cancelled (its finish events are not awaited).
     void cancelUnfinished();
 
@@ -62,6 +68,8 @@ public:
     const BenchFigures& figures() const { return figures_; }
     const std::vector<double>& ttftMs() const { return ttft_ms_; }
     const std::vector<double>& perTokenMs() const { return per_token_ms_; }
+    const std::map<RequestId, RequestTiming>& timings() const { return timings_; }
+    std::vector<double> e2eMs() const;   // submit -> last token, per request with a token
     int64_t generatedTokens() const { return generated_; }
     int finishedCount() const { return finished_; }
 
@@ -75,6 +83,7 @@ private:
     bool has_figures_ = false;
     BenchFigures figures_;
     std::vector<double> ttft_ms_, per_token_ms_;
+    std::map<RequestId, RequestTiming> timings_;
 };
 
 }  // namespace lorascope::ui

@@ -113,14 +113,14 @@ void LabRunner::drainNow() { onTick(); }
 std::optional<BenchFigures> LabRunner::figures(int i) const {
     if (i < 0 || i >= int(data_.size())) return std::nullopt;
     if (data_[size_t(i)].hasFigures()) return data_[size_t(i)].figures();
-    if (i == current_ && run_) return run_->figures();
+    if (i == current_ && run_) return run_->figures(goodput_);
     return std::nullopt;
 }
 
 void LabRunner::finishPolicy() {
     const int index = current_;
     LabRunData& d = data_[size_t(index)];
-    d.setFigures(run_->figures(), run_->recorder().ttft_ms(), run_->recorder().per_token_ms());
+    d.setFigures(run_->figures(goodput_), run_->recorder().ttft_ms(), run_->recorder().per_token_ms(), run_->recorder().timings());
     releaseEngine();
     Q_EMIT updated(index);
     Q_EMIT policyFinished(index);
@@ -155,6 +155,15 @@ void LabRunner::cancel() {
 void LabRunner::setMinStepMs(int ms) {
     min_step_ms_ = qBound(0, ms, 1000);
     if (run_) run_->set_min_step_ms(min_step_ms_);
+}
+
+void LabRunner::setGoodputTargets(const LatencyTargets& targets) {
+    goodput_ = targets;
+    for (int i = 0; i < int(data_.size()); ++i) {
+        if (!data_[size_t(i)].hasFigures()) continue;
+        data_[size_t(i)].recountGoodput(goodput_);
+        Q_EMIT updated(i);
+    }
 }
 
 void LabRunner::setPaused(bool paused) {

@@ -48,6 +48,11 @@ public:
     bool isPaused() const { return paused_; }
     void stepOnce();
 
+    // What goodput counts as good (the bench's --goodput-ttft-ms / --goodput-tpot-ms): finished
+    // policies are recounted at once, the running one and later ones are counted with these.
+    void setGoodputTargets(const LatencyTargets& targets);
+    const LatencyTargets& goodputTargets() const { return goodput_; }
+
     int policyCount() const { return int(policies_.size()); }
     const LabPolicy& policy(int i) const { return policies_.at(size_t(i)); }
     const LabRunData& data(int i) const { return data_.at(size_t(i)); }
@@ -85,6 +90,7 @@ private:
     bool running_ = false;
     bool paused_ = false;
     int min_step_ms_ = 0;
+    LatencyTargets goodput_;
     QTimer tick_;
 };
 

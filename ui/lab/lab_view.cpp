@@ -18,6 +18,9 @@
 #include "common/column_fit.h"
 #include "lab/lab_charts.h"
 #include "lab/lab_export.h"
+#include "lab/lab_frontier_view.h"
+#include "lab/lab_goodput_form.h"
+#include "lab/lab_latency_charts.h"
 #include "lab/lab_policy_editor.h"
 #include "lab/lab_request_model.h"
 #include "lab/lab_runner.h"
@@ -30,7 +33,8 @@
 namespace lorascope::ui {
 
 LabView::LabView(EngineBridge* bridge, EngineFactory factory, QWidget* parent)
-    : QWidget(parent), bridge_(bridge), runner_(new LabRunner(std::move(factory), this)) {
+    : QWidget(parent), bridge_(bridge), runner_(new LabRunner(factory, this)),
+      frontier_(new LabFrontierView(std::move(factory), this)) {
     // Two pages under one row of controls, each as wide as the tab: at 1280 px with every dock open
     // the tab is ~760 px wide, too narrow for the setup column beside the summary and the charts
     // (the summary showed "27…", chart titles "…").
@@ -45,6 +49,7 @@ LabView::LabView(EngineBridge* bridge, EngineFactory factory, QWidget* parent)
     pages_->setAccessibleName(tr("Lab pages"));
     pages_->addTab(buildSetupPage(), tr("Workload and policies"));
     pages_->addTab(buildResultsPage(), tr("Results"));
+    pages_->addTab(frontier_, tr("Frontier"));
     outer->addWidget(pages_, 1);
     setMinStepMs(0);
 
@@ -57,6 +62,16 @@ LabView::LabView(EngineBridge* bridge, EngineFactory factory, QWidget* parent)
     connect(timeline_b_, &LabTimelineWidget::requestClicked, this, [this](int i) { selectRequest(1, i); });
     connect(form_, &LabWorkloadForm::loadRequested, this, &LabView::loadWorkloadFile);
     connect(form_, &LabWorkloadForm::saveRequested, this, &LabView::saveWorkloadFile);
+    connect(goodput_, &LabGoodputForm::targetsChanged, this, [this](const LatencyTargets& t) {
+        runner_->setGoodputTargets(t);
+        frontier_->setGoodputTargets(t);
+        refreshNow();
+    });
+    connect(frontier_, &LabFrontierView::runRequested, this, [this] { runSweep(); });
+    connect(frontier_, &LabFrontierView::errorOccurred, this, &LabView::errorOccurred);
+    connect(frontier_, &LabFrontierView::loadRequested, this, [this](int policy, const EngineOptions& options) {
+        policies_->setPolicy(policy, options);
+    });
     timeline_a_->setRun(nullptr, tr("A"));
     timeline_b_->setRun(nullptr, tr("B"));
     usePreset();
@@ -73,6 +88,8 @@ QWidget* LabView::buildSetupPage() {
     policies_ = new LabPolicyEditor({tr("A"), tr("B")}, page);
     auto* right = new QVBoxLayout;
     right->addWidget(policies_);
+    goodput_ = new LabGoodputForm(page);
+    right->addWidget(goodput_);
     right->addStretch(1);
     columns->addLayout(right);
     auto* scroll = new QScrollArea(this);
@@ -93,8 +110,13 @@ QWidget* LabView::buildSummaryTable() {
     summary_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     summary_table_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     summary_table_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    // Requests, failures and wall time are in the exported report; the table keeps to what compares.
-    for (int c : {LabSummaryModel::Requests, LabSummaryModel::Failed, LabSummaryModel::WallS}) summary_table_->setColumnHidden(c, true);
+    // Requests, failures, wall time, queue times and goodput's count are in the exported report, and
+    // so are padding and peak KV (the charts show both): the table keeps to what compares, and at
+    // 1280 px its latency columns pushed the window to 1348 px with those two shown.
+    for (int c : {LabSummaryModel::Requests, LabSummaryModel::Failed, LabSummaryModel::WallS, LabSummaryModel::QueueP50,
+                  LabSummaryModel::QueueP95, LabSummaryModel::QueueP99, LabSummaryModel::GoodputRequests,
+                  LabSummaryModel::PaddingShare, LabSummaryModel::PeakKv})
+        summary_table_->setColumnHidden(c, true);
     summary_table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     summary_table_->setFixedHeight(2 * summary_table_->verticalHeader()->defaultSectionSize() +
                                    2 * summary_table_->fontMetrics().lineSpacing() + 8);
@@ -117,6 +139,8 @@ QWidget* LabView::buildResultsPage() {
     tabs_ = new QTabWidget(split);
     charts_ = new LabCharts(tabs_);
     tabs_->addTab(charts_, tr("Charts (A and B overlaid)"));
+    latency_charts_ = new LabLatencyCharts(tabs_);
+    tabs_->addTab(latency_charts_, tr("Latency"));
     request_model_ = new LabRequestModel(this);
     request_table_ = new QTableView(tabs_);
     request_table_->setModel(request_model_);
@@ -235,35 +259,53 @@ QStringList LabView::policyNames() const {
     return {tr("A: %1").arg(policies_->describe(0)), tr("B: %1").arg(policies_->describe(1))};
 }
 
-bool LabView::run() {
+std::optional<LabView::Prepared> LabView::prepareWorkload() {
     if (!bridge_->hasEngine() || !bridge_->modelConfig()) {
         Q_EMIT errorOccurred(tr("No model loaded"), tr("Load a model before running a lab workload."));
-        return false;
+        return std::nullopt;
     }
     const Workload workload = form_->workload();
-    std::vector<Request> requests;
+    Prepared p;
     try {
-        requests = workload_requests(workload, bridge_->modelConfig()->vocab_size());
+        p.requests = workload_requests(workload, bridge_->modelConfig()->vocab_size());
     } catch (const Error& e) {
         Q_EMIT errorOccurred(tr("The workload cannot run"), QString::fromStdString(e.what()));
-        return false;
+        return std::nullopt;
     }
-    std::vector<std::pair<std::string, std::string>> adapters;
-    for (const auto& a : bridge_->adapters()) adapters.emplace_back(a.name, a.path);
+    for (const auto& a : bridge_->adapters()) p.adapters.emplace_back(a.name, a.path);
+    p.arrivals_s = arrival_times_s(workload.arrival, p.requests.size());
+    return p;
+}
+
+bool LabView::run() {
+    std::optional<Prepared> p = prepareWorkload();
+    if (!p) return false;
+    frontier_->cancel();   // one run at a time: two would share the machine and skew each other's times
     const EngineOptions base = bridge_->engineOptions();
     run_policy_names_ = policyNames();
-    run_workload_json_ = QString::fromStdString(workload_to_json(workload));
+    run_workload_json_ = QString::fromStdString(workload_to_json(form_->workload()));
     std::vector<LabPolicy> policies = {{QStringLiteral("A"), policies_->apply(0, base)}, {QStringLiteral("B"), policies_->apply(1, base)}};
-    const std::vector<double> arrivals = arrival_times_s(workload.arrival, requests.size());
-    runner_->start(std::move(policies), std::move(requests), arrivals, std::move(adapters));
+    runner_->start(std::move(policies), std::move(p->requests), std::move(p->arrivals_s), std::move(p->adapters));
     pages_->setCurrentIndex(1);   // the results, as they come
     return true;
+}
+
+bool LabView::runSweep() {
+    std::optional<Prepared> p = prepareWorkload();
+    if (!p) return false;
+    runner_->cancel();
+    frontier_->setGoodputTargets(goodput_->targets());
+    frontier_->start(policies_->apply(0, bridge_->engineOptions()), std::move(p->requests), std::move(p->arrivals_s),
+                     std::move(p->adapters));
+    pages_->setCurrentWidget(frontier_);
+    return frontier_->runner()->isRunning();
 }
 
 void LabView::refreshNow() {
     std::vector<const LabRunData*> runs;
     for (int i = 0; i < runner_->policyCount(); ++i) runs.push_back(&runner_->data(i));
     charts_->refresh(runs, run_policy_names_);
+    latency_charts_->refresh(runs);
     const QStringList names = runner_->policyCount() ? run_policy_names_ : policyNames();
     QString key;
     for (int i = 0; i < names.size(); ++i)

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <QWidget>
+#include <optional>
+#include <vector>
 
 #include "engine_link/engine_bridge.h"
 
@@ -19,6 +21,9 @@ class QTimer;
 namespace lorascope::ui {
 
 class LabCharts;
+class LabFrontierView;
+class LabLatencyCharts;
+class LabGoodputForm;
 class LabPolicyEditor;
 class LabRequestModel;
 class LabRunner;
@@ -34,8 +39,11 @@ public:
     LabRunner* runner() const { return runner_; }
     LabWorkloadForm* workloadForm() const { return form_; }
     LabPolicyEditor* policyEditor() const { return policies_; }
+    LabGoodputForm* goodputForm() const { return goodput_; }
     LabTimelineWidget* timeline(int i) const { return i == 0 ? timeline_a_ : timeline_b_; }
     LabCharts* charts() const { return charts_; }
+    LabFrontierView* frontier() const { return frontier_; }
+    LabLatencyCharts* latencyCharts() const { return latency_charts_; }
     LabSummaryModel* summary() const { return summary_; }
     LabRequestModel* requestModel() const { return request_model_; }
     QTableView* requestTable() const { return request_table_; }
@@ -51,6 +59,9 @@ public:
     // Starts A then B on the form's workload; false (and errorOccurred) without a model or with a
     // workload the model cannot run.
     bool run();
+    // Starts the frontier view's sweep on the form's workload with policy A as its base; false
+    // (and errorOccurred) as for run().
+    bool runSweep();
     void setMinStepMs(int ms);
     void refreshNow();   // charts and summary at once (tests, screenshots, export)
     QStringList exportTo(const QString& dir, QString* error);
@@ -64,6 +75,14 @@ private:
     QWidget* buildSummaryTable();
     QWidget* buildResultsPage();
     void connectRunner();
+    // The form's workload for the loaded model, and the adapters to load; none (and errorOccurred)
+    // when it cannot run.
+    struct Prepared {
+        std::vector<Request> requests;
+        std::vector<double> arrivals_s;
+        AdapterDirs adapters;
+    };
+    std::optional<Prepared> prepareWorkload();
     void refreshSummary();
     void refreshStatus();
     void selectRequest(int policy, int request_index);
@@ -76,9 +95,12 @@ private:
     LabRunner* runner_ = nullptr;
     LabWorkloadForm* form_ = nullptr;
     LabPolicyEditor* policies_ = nullptr;
+    LabGoodputForm* goodput_ = nullptr;
     QLabel* legend_ = nullptr;
     LabTimelineWidget *timeline_a_ = nullptr, *timeline_b_ = nullptr;
     LabCharts* charts_ = nullptr;
+    LabFrontierView* frontier_ = nullptr;
+    LabLatencyCharts* latency_charts_ = nullptr;
     LabSummaryModel* summary_ = nullptr;
     LabRequestModel* request_model_ = nullptr;
     QTableView *summary_table_ = nullptr, *request_table_ = nullptr;
