@@ -132,7 +132,7 @@ GenerationParams openai_params(const json& body, const ServedModel& model) {
     if (max_tokens < 1) invalid("`max_tokens` must be strictly positive");
     const bool ignore_eos = read_bool(body, "ignore_eos_token").value_or(read_bool(body, "ignore_eos").value_or(false));
     json knobs = pick(body, {{"top_p", "top_p"}, {"top_k", "top_k"}, {"repetition_penalty", "repetition_penalty"},
-                             {"stop", "stop"}, {"seed", "seed"}});
+                             {"stop", "stop"}, {"seed", "seed"}, {"src_lang", "src_lang"}, {"tgt_lang", "tgt_lang"}});
     if (knobs.contains("top_k") && knobs["top_k"] == -1) knobs["top_k"] = 0;   // vLLM's "disabled"
     if (temperature > 0) knobs["temperature"] = temperature;                  // 0: greedy decoding
     knobs["max_new_tokens"] = max_tokens;
@@ -170,7 +170,12 @@ void fit_to_budget(ParsedRequest& r, const ServedModel& model, const Tokenizer* 
     if (!tokenizer)
         invalid("the served model has no tokenizer files, so it cannot take text prompts");
     try {
-        r.request.input_ids = tokenizer->encode(r.inputs, true);
+        // With the request's languages (mBART-50, NLLB); src_lang is then spent: the engine gets ids.
+        EncodeOptions encoding;
+        encoding.src_lang = r.request.params.src_lang.value_or("");
+        encoding.tgt_lang = r.request.params.tgt_lang.value_or("");
+        r.request.input_ids = tokenizer->encode(r.inputs, encoding);
+        r.request.params.src_lang.reset();
         r.request.prompt.reset();
         const int64_t prompt = static_cast<int64_t>(r.request.input_ids.size());
         // As the engine counts them (engine/live_request.cpp): HF derives the default length from
@@ -179,7 +184,8 @@ void fit_to_budget(ParsedRequest& r, const ServedModel& model, const Tokenizer* 
         const ResolvedGenerationParams resolved = resolve(r.request.params, model.generation_config, "parameters");
         check_request_budget(1, prompt, resolved.max_new_tokens_for(input_ids_length), model.budget, "parameters");
     } catch (const Error& e) {
-        invalid(e.what());
+        // The tokenizer's errors (an unknown language code) name the model's directory: not the client's.
+        invalid(e.path() == "parameters" ? e.what() : "parameters: " + e.message());
     }
 }
 
@@ -228,7 +234,7 @@ ParsedRequest parse_lorax_request(const json& body, const ServedModel& model, st
                 "repetition_penalty", "frequency_penalty", "presence_penalty", "top_k", "top_p", "typical_p",
                 "do_sample", "max_new_tokens", "ignore_eos_token", "return_full_text", "stop", "truncate",
                 "watermark", "details", "decoder_input_details", "return_k_alternatives", "apply_chat_template",
-                "seed", "response_format"},
+                "seed", "response_format", "src_lang", "tgt_lang"},
                "parameter");
     refuse_if_set(p, "adapter_source", "only the adapters loaded at start-up are served; omit adapter_source");
     refuse_if_set(p, "merged_adapters", "adapters are not merged per request");
@@ -254,7 +260,8 @@ ParsedRequest parse_lorax_request(const json& body, const ServedModel& model, st
     g = parse_knobs(pick(p, {{"temperature", "temperature"}, {"top_k", "top_k"}, {"top_p", "top_p"},
                              {"typical_p", "typical_p"}, {"repetition_penalty", "repetition_penalty"},
                              {"do_sample", "do_sample"}, {"max_new_tokens", "max_new_tokens"},
-                             {"ignore_eos_token", "ignore_eos"}, {"stop", "stop"}, {"seed", "seed"}}),
+                             {"ignore_eos_token", "ignore_eos"}, {"stop", "stop"}, {"seed", "seed"},
+                             {"src_lang", "src_lang"}, {"tgt_lang", "tgt_lang"}}),
                     model, "parameters");
     // LoRAX refuses what the engine would take as "off".
     if (g.temperature && *g.temperature == 0) invalid("`temperature` must be strictly positive");
@@ -286,7 +293,7 @@ ParsedRequest parse_openai_completion(const json& body, const ServedModel& model
                {"model", "prompt", "suffix", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options",
                 "logprobs", "echo", "stop", "presence_penalty", "frequency_penalty", "best_of", "logit_bias", "user",
                 "seed", "repetition_penalty", "top_k", "ignore_eos_token", "ignore_eos", "adapter_source",
-                "api_token"},
+                "api_token", "src_lang", "tgt_lang"},
                "field");
     ParsedRequest r;
     auto name = read_string(body, "model");
