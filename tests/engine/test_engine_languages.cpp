@@ -21,29 +21,17 @@
 #include "serve_protocol.h"
 #include "test_env.h"
 
-using lorascope::FinishReason;
-using lorascope::Request;
-using lorascope::RequestId;
-using lorascope::test::CollectingSink;
 using json = nlohmann::json;
+using lorascope::FinishReason, lorascope::Request, lorascope::RequestId, lorascope::test::CollectingSink;
 
 namespace {
 
 const char* const kModels[] = {"mbart50", "nllb", "nllb_legacy"};
 
-struct LanguageModel {
-    std::string dir;
-    json records;
-};
+using LanguageModel = lorascope::test::Variant;
 
 LanguageModel load_model(const std::string& name) {
-    const std::string root = lorascope::test::oracle_dir() + "/languages/" + name;
-    std::ifstream in(root + "/records.json");
-    if (!in) throw std::runtime_error("missing " + root + "/records.json (run the oracle_languages step)");
-    LanguageModel m;
-    in >> m.records;
-    m.dir = root + "/" + m.records["model_dir"].get<std::string>();
-    return m;
+    return lorascope::test::load_oracle_model("languages", name, "oracle_languages");
 }
 
 Request text_request(const std::string& prompt, const json& params) {
