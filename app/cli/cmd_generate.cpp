@@ -32,12 +32,12 @@ const char* const kUsage =
     "         [--dtype float32|bfloat16|int8|int4|float16] [--kv-cache-dtype auto|float32|bfloat16|float16]\n"
     "         [--max-batch-size N] [--max-batch-tokens N] [--adapter-memory-budget BYTES] [--kv-cache-mb MIB]\n"
     "         [--batching continuous|static] [--prefill-budget TOKENS | --tpot-target-ms MS] [--prefill-chunk TOKENS]\n"
-    "         [--input FILE|-] [--output FILE|-] [--stats FILE] [--adapter-dir DIR]\n"
+    "         [--input FILE|-] [--output FILE|-] [--stats FILE] [--adapter-dir DIR] [--src-lang CODE] [--tgt-lang CODE]\n"
     "       lorascope-cli generate --demo [--demo-model t5|bart|bloom] [--demo-dir DIR] [options above]\n"
     "  input:  JSON Lines {\"id\", \"prompt\" | \"input_ids\" | \"messages\", \"adapter\", \"params\": {max_new_tokens, min_new_tokens,\n"
     "          do_sample, temperature, top_k, top_p, typical_p, min_p, repetition_penalty, no_repeat_ngram_size,\n"
     "          num_beams, num_return_sequences, length_penalty, early_stopping, stop, seed, ignore_eos, logprobs,\n"
-    "          top_alternatives, prompt_logprobs, best_of, truncate},\n"
+    "          top_alternatives, prompt_logprobs, best_of, truncate, src_lang, tgt_lang},\n"
     "          \"messages\": [{\"role\", \"content\", ...}] (with optional \"tools\", \"chat_template_kwargs\"): a conversation the\n"
     "          model's chat template renders (add_generation_prompt), as lorascope-cli chat-template prints it\n"
     "          \"merged_adapters\": {ids, weights, merge_strategy (linear|ties|dare_linear|dare_ties), density,\n"
@@ -52,6 +52,10 @@ const char* const kUsage =
     "          best first, the first being text/token_ids), \"error\" (when the request failed)}, in completion order\n"
     "  --adapter-dir DIR: requests with \"adapter_source\": \"local\" may name adapter directories under DIR\n"
     "          (and nowhere else: \"..\", other absolute paths and links leaving DIR are refused)\n"
+    "  src_lang, tgt_lang (mBART-50, NLLB: lorascope-cli info lists the codes): the prompt is tokenized with\n"
+    "          src_lang's code as Hugging Face places it, and tgt_lang's code is forced as the first generated token;\n"
+    "          --src-lang / --tgt-lang: the same for every line whose params do not name one (--src-lang: lines\n"
+    "          with a \"prompt\" only, as input_ids and messages are not tokenized with a language)\n"
     "  --stats FILE: one JSON line per engine step\n"
     "  --kv-cache-dtype: what the KV cache stores (default auto: bfloat16 under --dtype int8, int4 or bfloat16 on\n"
     "          the CPU, half the cache's memory, attention still in float32; the model's type otherwise)\n"
@@ -147,6 +151,13 @@ std::vector<JsonLine> demo_tour_requests(const DemoModel& model) {
     return lines;
 }
 
+// --src-lang / --tgt-lang for the lines whose params name no language.
+void default_languages(const Args& args, Request& request, const std::string& source) {
+    if (auto src = args.get("src-lang"); src && !request.params.src_lang && request.prompt) request.params.src_lang = *src;
+    if (auto tgt = args.get("tgt-lang"); tgt && !request.params.tgt_lang) request.params.tgt_lang = *tgt;
+    check_generation_params(request.params, source);
+}
+
 }  // namespace
 
 int cmd_generate(int argc, char** argv) {
@@ -156,7 +167,7 @@ int cmd_generate(int argc, char** argv) {
         std::fputs(kUsage, stdout);
         return 0;
     }
-    std::vector<std::string> known = {"help", "input", "output", "stats", "demo", "adapter-dir"};
+    std::vector<std::string> known = {"help", "input", "output", "stats", "demo", "adapter-dir", "src-lang", "tgt-lang"};
     for (const auto& k : engine_option_names()) known.push_back(k);
     for (const auto& k : demo_option_names()) known.push_back(k);
     args.allow_only(known);
@@ -192,6 +203,7 @@ int cmd_generate(int argc, char** argv) {
         }
         try {
             Request request = parse_request(*line.value, source, line.text);
+            default_languages(args, request, source);
             if (const auto path = local_adapter_path(*line.value, source)) {
                 if (!adapter_dir)
                     throw Error(ErrorKind::InvalidArgument, source,

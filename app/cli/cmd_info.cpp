@@ -132,6 +132,17 @@ ordered_json weights_json(const WeightsFacts& facts) {
     return w;
 }
 
+// The model's language codes: a request's src_lang / tgt_lang (mBART-50, NLLB) or, for Marian's
+// multi-target models, a >>code<< written at the start of the source text. Null without codes.
+ordered_json languages_json(const Tokenizer& tok) {
+    const auto& codes = tok.language_codes();
+    if (codes.empty()) return nullptr;
+    return ordered_json{{"count", codes.size()},
+                        {"use", tok.takes_language_options() ? "src_lang / tgt_lang request parameters"
+                                                             : "written at the start of the source text"},
+                        {"codes", codes}};
+}
+
 ordered_json tokenizer_json(const std::string& dir) {
     try {
         auto tok = load_tokenizer(dir);
@@ -141,7 +152,8 @@ ordered_json tokenizer_json(const std::string& dir) {
                             {"vocab_size", tok->vocab_size()},
                             {"special_ids",
                              {{"bos", optional_json(s.bos)}, {"eos", optional_json(s.eos)}, {"pad", optional_json(s.pad)},
-                              {"unk", optional_json(s.unk)}, {"decoder_start", optional_json(s.decoder_start)}}}};
+                              {"unk", optional_json(s.unk)}, {"decoder_start", optional_json(s.decoder_start)}}},
+                            {"languages", languages_json(*tok)}};
     } catch (const Error& e) {
         // A checkpoint without tokenizer files is still worth describing.
         return ordered_json{{"error", e.what()}};

@@ -206,7 +206,7 @@ GenerationParams openai_params(const json& body, const ServedModel& model) {
     if (max_tokens < 1) invalid("`max_tokens` must be strictly positive");
     const bool ignore_eos = read_bool(body, "ignore_eos_token").value_or(read_bool(body, "ignore_eos").value_or(false));
     json knobs = pick(body, {{"top_p", "top_p"}, {"top_k", "top_k"}, {"repetition_penalty", "repetition_penalty"},
-                             {"stop", "stop"}, {"seed", "seed"}});
+                             {"stop", "stop"}, {"seed", "seed"}, {"src_lang", "src_lang"}, {"tgt_lang", "tgt_lang"}});
     if (knobs.contains("top_k") && knobs["top_k"] == -1) knobs["top_k"] = 0;   // vLLM's "disabled"
     if (temperature > 0) knobs["temperature"] = temperature;                  // 0: greedy decoding
     knobs["max_new_tokens"] = max_tokens;
@@ -244,12 +244,18 @@ void fit_to_budget(ParsedRequest& r, const ServedModel& model, const Tokenizer* 
     if (!tokenizer)
         invalid("the served model has no tokenizer files, so it cannot take text prompts");
     try {
-        std::vector<int64_t> ids = tokenizer->encode(r.inputs, r.add_special_tokens);
+        // With the request's languages (mBART-50, NLLB); src_lang is spent once the engine gets ids.
+        EncodeOptions encoding;
+        encoding.add_special_tokens = r.add_special_tokens;
+        encoding.src_lang = r.request.params.src_lang.value_or("");
+        encoding.tgt_lang = r.request.params.tgt_lang.value_or("");
+        std::vector<int64_t> ids = tokenizer->encode(r.inputs, encoding);
         int64_t prompt = static_cast<int64_t>(ids.size());
         const ResolvedGenerationParams resolved = resolve(r.request.params, model.generation_config, "parameters");
         if (resolved.truncate && prompt > *resolved.truncate && r.add_special_tokens) {
             // The engine truncates the text as Hugging Face's tokenizer does (special tokens kept),
-            // so that the request equals `generate`'s: it gets the text, and tokenizes it again.
+            // so that the request equals `generate`'s: it gets the text, and tokenizes it again
+            // (with src_lang, which it keeps for that).
             prompt = *resolved.truncate;
         } else {
             // A rendered conversation carries its special tokens in the text: it keeps its last ids.
@@ -258,6 +264,7 @@ void fit_to_budget(ParsedRequest& r, const ServedModel& model, const Tokenizer* 
                 prompt = *resolved.truncate;
             }
             r.request.input_ids = std::move(ids);
+            r.request.params.src_lang.reset();
             r.request.prompt.reset();
         }
         // As the engine counts them (engine/live_request.cpp): HF derives the default length from
@@ -267,7 +274,8 @@ void fit_to_budget(ParsedRequest& r, const ServedModel& model, const Tokenizer* 
         const int64_t rows = std::max<int64_t>(1, resolved.best_of);
         check_request_budget(rows, prompt, r.max_new_tokens, model.budget, "parameters");
     } catch (const Error& e) {
-        invalid(e.what());
+        // The tokenizer's errors (an unknown language code) name the model's directory: not the client's.
+        invalid(e.path() == "parameters" ? e.what() : "parameters: " + e.message());
     }
 }
 
@@ -327,7 +335,7 @@ ParsedRequest parse_lorax_request(const json& body, const ServedModel& model, st
                 "repetition_penalty", "frequency_penalty", "presence_penalty", "top_k", "top_p", "typical_p",
                 "do_sample", "max_new_tokens", "ignore_eos_token", "return_full_text", "stop", "truncate",
                 "watermark", "details", "decoder_input_details", "return_k_alternatives", "apply_chat_template",
-                "seed", "response_format"},
+                "seed", "response_format", "src_lang", "tgt_lang"},
                "parameter");
     refuse_if_set(p, "frequency_penalty", "use repetition_penalty");
     refuse_if_set(p, "presence_penalty", "use repetition_penalty");
@@ -344,7 +352,8 @@ ParsedRequest parse_lorax_request(const json& body, const ServedModel& model, st
     g = parse_knobs(pick(p, {{"temperature", "temperature"}, {"top_k", "top_k"}, {"top_p", "top_p"},
                              {"typical_p", "typical_p"}, {"repetition_penalty", "repetition_penalty"},
                              {"do_sample", "do_sample"}, {"max_new_tokens", "max_new_tokens"},
-                             {"ignore_eos_token", "ignore_eos"}, {"stop", "stop"}, {"seed", "seed"}}),
+                             {"ignore_eos_token", "ignore_eos"}, {"stop", "stop"}, {"seed", "seed"},
+                             {"src_lang", "src_lang"}, {"tgt_lang", "tgt_lang"}}),
                     model, "parameters");
     // LoRAX refuses what the engine would take as "off".
     if (g.temperature && *g.temperature == 0) invalid("`temperature` must be strictly positive");
@@ -373,7 +382,7 @@ ParsedRequest parse_openai_completion(const json& body, const ServedModel& model
                {"model", "prompt", "suffix", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options",
                 "logprobs", "echo", "stop", "presence_penalty", "frequency_penalty", "best_of", "logit_bias", "user",
                 "seed", "repetition_penalty", "top_k", "ignore_eos_token", "ignore_eos", "adapter_source",
-                "api_token"},
+                "api_token", "src_lang", "tgt_lang"},
                "field");
     ParsedRequest r;
     auto name = read_string(body, "model");

@@ -19,15 +19,19 @@ struct Variant {
     nlohmann::json records;
 };
 
-inline Variant load_variant(const std::string& name) {
-    const std::string root = oracle_dir() + "/models/" + name;
+// <oracle>/<kind>/<name>/records.json and the model directory it names ("model_dir"), written by
+// the oracle step `step`.
+inline Variant load_oracle_model(const std::string& kind, const std::string& name, const std::string& step) {
+    const std::string root = oracle_dir() + "/" + kind + "/" + name;
     std::ifstream in(root + "/records.json");
-    if (!in) throw std::runtime_error("missing oracle records " + root + "/records.json (run the oracle_models step)");
+    if (!in) throw std::runtime_error("missing oracle records " + root + "/records.json (run the " + step + " step)");
     Variant v;
     in >> v.records;
     v.dir = root + "/" + v.records["model_dir"].get<std::string>();
     return v;
 }
+
+inline Variant load_variant(const std::string& name) { return load_oracle_model("models", name, "oracle_models"); }
 
 inline Request greedy_request(const nlohmann::json& prompt, int64_t max_new_tokens) {
     Request r;

@@ -1,5 +1,7 @@
 #include "requests/params_panel.h"
 
+#include "requests/language_fields.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -48,6 +50,9 @@ ParamsPanel::ParamsPanel(QWidget* parent) : QWidget(parent) {
     source_ = new QLabel(tr("Defaults: Hugging Face's (no model loaded)"), this);
     source_->setWordWrap(true);
     outer->addWidget(source_);
+    languages_ = new LanguageFields(this);   // hidden unless the model's tokenizer takes languages
+    outer->addWidget(languages_);
+    connect(languages_, &LanguageFields::changed, this, &ParamsPanel::paramsChanged);
 
     createControls();
     auto* form = new QFormLayout;
@@ -307,8 +312,11 @@ GenerationParams ParamsPanel::params() const {
     if (v.fixed_seed) p.seed = uint64_t(v.seed);
     if (v.ignore_eos) p.ignore_eos = true;
     p.logprobs = v.logprobs;
+    languages_->apply(p);
     return p;
 }
+
+void ParamsPanel::setLanguageCodes(const std::vector<std::string>& codes) { languages_->setLanguageCodes(codes); }
 
 QVariantMap ParamsPanel::changedValues() const { return differences(values(), defaults_); }
 

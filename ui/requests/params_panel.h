@@ -6,6 +6,8 @@
 #include <QVariantMap>
 #include <QWidget>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "lorascope/config.h"
 #include "lorascope/params.h"
@@ -19,6 +21,8 @@ class QLineEdit;
 class QSpinBox;
 
 namespace lorascope::ui {
+
+class LanguageFields;
 
 class ParamsPanel : public QWidget {
     Q_OBJECT
@@ -49,7 +53,9 @@ public:
     // says so once, beside it.
     void setMaxNewTokensLimit(std::optional<int64_t> most, int64_t positions = 0);
     int64_t maxNewTokensLimit() const;
-    GenerationParams params() const;
+    GenerationParams params() const;   // with the chosen languages (LanguageFields)
+    // The model's request languages (LanguageFields::codesOf); empty hides the language fields.
+    void setLanguageCodes(const std::vector<std::string>& codes);
     Values values() const;
     void setValues(const Values& values);
     void applyPreset(Preset preset);
@@ -84,6 +90,7 @@ private:
     QComboBox* early_stopping_ = nullptr;
     QLineEdit* stop_ = nullptr;
     QLabel *source_ = nullptr, *max_new_note_ = nullptr;
+    LanguageFields* languages_ = nullptr;
 };
 
 }  // namespace lorascope::ui

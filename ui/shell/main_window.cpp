@@ -36,6 +36,7 @@
 #include "remote/remote_backend.h"
 #include "remote/server_metrics.h"
 #include "engine_link/request_limits.h"
+#include "requests/language_fields.h"
 #include "requests/params_panel.h"
 #include "requests/prompt_composer.h"
 #include "requests/request_board.h"
@@ -236,6 +237,7 @@ void MainWindow::connectBridge() {
         model_panel_->showSummary(dir, *bridge_->modelConfig(), *bridge_->generationConfig());
         params_panel_->setGenerationConfig(*bridge_->generationConfig());
         params_panel_->setMaxNewTokensLimit(maxNewTokensFor(*bridge_->modelConfig()), bridge_->modelConfig()->context_tokens().value_or(0));
+        params_panel_->setLanguageCodes(LanguageFields::codesOf(dir));
         adapters_->clear();   // a new engine starts without adapters (a remote one with the server's)
         for (const auto& a : bridge_->adapters()) adapters_->markLoaded(a);
         steps_->clear();

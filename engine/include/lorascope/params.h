@@ -52,6 +52,13 @@ struct GenerationParams {
     std::optional<int64_t> best_of;
     // Keep only the last `truncate` prompt tokens (LoRAX's truncate; see LiveRequest::prepare).
     std::optional<int64_t> truncate;
+    // The request's languages, for models whose tokenizer has language codes (mBART-50, NLLB): a
+    // text prompt is encoded with src_lang's code where Hugging Face's tokenizer puts it for that
+    // src_lang (absent: tokenizer_config.json's), and tgt_lang's code is forced as the first
+    // generated token, as generate(forced_bos_token_id=<its id>) does (absent: generation_config's
+    // forced_bos_token_id). A code the tokenizer lacks is that request's error.
+    std::optional<std::string> src_lang;
+    std::optional<std::string> tgt_lang;
 };
 
 inline constexpr int64_t kMaxTopAlternatives = 20;
@@ -67,6 +74,8 @@ struct ParamLimits {
     // comparisons per token at worst. LoRAX allows 4 by default.
     int64_t max_stop_sequences = 16;
     int64_t max_stop_bytes = 128;     // per stop string
+    // src_lang / tgt_lang: NLLB's longest code is 8 bytes; the bound only keeps error text short.
+    int64_t max_language_bytes = 32;
 };
 
 // Parses a JSON object such as the CLI's "params", bounded by `limits` while parsing (depth and

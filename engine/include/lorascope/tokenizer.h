@@ -64,6 +64,9 @@ public:
     // Marian's >>fra<< target codes (written at the start of the source text). Empty otherwise.
     virtual const std::vector<std::string>& language_codes() const = 0;
     std::optional<int64_t> language_token_id(const std::string& code) const;
+    // Whether EncodeOptions' src_lang / tgt_lang (a request's languages) apply: mBART-50 and NLLB,
+    // not Marian, whose codes are text.
+    bool takes_language_options() const;
 
     // One token's bytes as it reads after other text (SentencePiece keeps its leading space; a
     // byte-fallback token is its byte; `first` applies the decoder's rule for the first token);

@@ -70,11 +70,29 @@ std::vector<int64_t> target_of(const Request& request, const ResolvedGenerationP
     return ids;
 }
 
+// An unknown language code is the request's error (named by it), not the tokenizer files'.
+[[noreturn]] void as_request_error(const Error& e, const std::string& source) {
+    if (e.kind() != ErrorKind::InvalidArgument) throw;   // called inside the handler
+    throw Error(ErrorKind::InvalidArgument, source, e.message());
+}
+
+// How a text prompt is encoded: with the request's languages (the tokenizer checks both).
+EncodeOptions prompt_encoding(const GenerationParams& params) {
+    EncodeOptions options;
+    options.src_lang = params.src_lang.value_or("");
+    options.tgt_lang = params.tgt_lang.value_or("");
+    return options;
+}
+
 // The request's prompt ids: its text prompt tokenized, its conversation rendered and tokenized
 // (without added special tokens, as apply_chat_template(tokenize=True)), or its own ids.
 std::vector<int64_t> prompt_ids_of(const Request& request, const models::Model& model, const PromptSources& sources,
                                    const std::string& source) {
     const Tokenizer* tokenizer = sources.tokenizer;
+    if (request.params.src_lang && !request.prompt)
+        throw Error(ErrorKind::InvalidArgument, source,
+                    "src_lang places its code where the tokenizer encodes a text prompt; give a prompt, or put the "
+                    "code in the input_ids");
     if (request.conversation) {
         if (request.prompt || !request.input_ids.empty())
             throw Error(ErrorKind::InvalidArgument, source, "give one of a prompt, input_ids or a conversation");
@@ -90,9 +108,38 @@ std::vector<int64_t> prompt_ids_of(const Request& request, const models::Model& 
         if (!tokenizer)
             throw Error(ErrorKind::InvalidArgument, source,
                         "a text prompt needs tokenizer files in " + model.directory() + "; send input_ids instead");
-        return tokenizer->encode(*request.prompt, true);
+        try {
+            return tokenizer->encode(*request.prompt, prompt_encoding(request.params));
+        } catch (const Error& e) {
+            as_request_error(e, source);
+        }
     }
     return request.input_ids;
+}
+
+// The forced first token for params.tgt_lang: the code's id, checked by the tokenizer as it checks a
+// target language (its error names the code and some valid ones); none when tgt_lang is absent.
+std::optional<int64_t> target_language_id(const GenerationParams& params, const models::Model& model,
+                                          const Tokenizer* tokenizer, const std::string& source) {
+    if (!params.tgt_lang) return std::nullopt;
+    if (!tokenizer)
+        throw Error(ErrorKind::InvalidArgument, source,
+                    "tgt_lang needs tokenizer files in " + model.directory() + " to find its code's id");
+    try {
+        EncodeOptions check;
+        check.add_special_tokens = false;
+        check.tgt_lang = *params.tgt_lang;
+        (void)tokenizer->encode("", check);
+    } catch (const Error& e) {
+        as_request_error(e, source);
+    }
+    const auto id = tokenizer->language_token_id(*params.tgt_lang);
+    // Checked here, not when the step forces it: a bad id there would fail the whole batch.
+    if (!id || *id >= model.vocab_size())
+        throw Error(ErrorKind::InvalidArgument, source,
+                    "tgt_lang '" + *params.tgt_lang + "' is token id " + std::to_string(id.value_or(-1)) +
+                        ", outside the model's vocabulary of " + std::to_string(model.vocab_size()));
+    return id;
 }
 
 }  // namespace
@@ -105,12 +152,14 @@ void LiveRequest::prepare(const Request& request, const models::Model& model, co
 
     prompt_ids = prompt_ids_of(request, model, sources, source);
     const Tokenizer* tokenizer = sources.tokenizer;
+    if (auto forced = target_language_id(request.params, model, tokenizer, source)) params.forced_bos_token_id = forced;
     if (prompt_ids.empty())
         throw Error(ErrorKind::InvalidArgument, source, "the prompt is empty (no input ids)");
     if (params.truncate && static_cast<int64_t>(prompt_ids.size()) > *params.truncate) {
         // As LoRAX: a text prompt as Hugging Face's tokenizer truncates it on the left (its special
         // tokens kept), ready ids by keeping the last ones.
-        prompt_ids = request.prompt ? tokenizer::truncate_left(*tokenizer, *request.prompt, *params.truncate, source)
+        prompt_ids = request.prompt ? tokenizer::truncate_left(*tokenizer, *request.prompt, *params.truncate, source,
+                                                               prompt_encoding(request.params))
                                     : std::vector<int64_t>(prompt_ids.end() - *params.truncate, prompt_ids.end());
     }
     check_vocabulary(prompt_ids, model.source_vocab_size(), source, "input");

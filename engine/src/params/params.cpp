@@ -120,6 +120,18 @@ void check_ranges(const GenerationParams& p, const std::string& source) {
     within("length_penalty", p.length_penalty, -kMaxLengthPenalty, kMaxLengthPenalty, "");
 }
 
+void check_languages(const GenerationParams& p, const std::string& source, const ParamLimits& limits) {
+    for (const auto* field : {&p.src_lang, &p.tgt_lang}) {
+        if (!*field) continue;
+        const char* name = field == &p.src_lang ? "src_lang" : "tgt_lang";
+        if ((*field)->empty()) reject(source, std::string(name) + " must not be empty (omit it for the model's default)");
+        if (static_cast<int64_t>((*field)->size()) > limits.max_language_bytes)
+            reject(source, std::string(name) + " of " + std::to_string((*field)->size()) +
+                               " bytes is longer than any language code (at most " +
+                               std::to_string(limits.max_language_bytes) + ")");
+    }
+}
+
 void check_stops(const GenerationParams& p, const std::string& source, const ParamLimits& limits) {
     if (!p.stop) return;
     if (static_cast<int64_t>(p.stop->size()) > limits.max_stop_sequences)
@@ -154,6 +166,7 @@ void check_inspection(const ResolvedGenerationParams& r, const std::string& sour
 void check_generation_params(const GenerationParams& params, const std::string& source, const ParamLimits& limits) {
     check_ranges(params, source);
     check_stops(params, source, limits);
+    check_languages(params, source, limits);
 }
 
 GenerationParams generation_params_from_json(const Json& object, const std::string& source, const ParamLimits& limits) {
@@ -202,12 +215,15 @@ GenerationParams generation_params_from_json(const Json& object, const std::stri
         else if (key == "prompt_logprobs") p.prompt_logprobs = read_bool(source, key, v);
         else if (key == "best_of") p.best_of = read_int(source, key, v);
         else if (key == "truncate") p.truncate = read_int(source, key, v);
-        else
+        else if (key == "src_lang" || key == "tgt_lang") {
+            if (!v.is_string()) wrong_type(source, key, "a language code (a string)", v);
+            (key == "src_lang" ? p.src_lang : p.tgt_lang) = v.get<std::string>();
+        } else
             reject(source, "unknown parameter '" + key +
                                "' (known: max_new_tokens, min_new_tokens, do_sample, temperature, top_k, top_p, "
                                "typical_p, min_p, repetition_penalty, no_repeat_ngram_size, num_beams, num_return_sequences, "
                                "length_penalty, early_stopping, stop, seed, ignore_eos, logprobs, top_alternatives, "
-                               "prompt_logprobs, best_of, truncate)");
+                               "prompt_logprobs, best_of, truncate, src_lang, tgt_lang)");
     }
     check_generation_params(p, source, limits);
     return p;

@@ -54,4 +54,12 @@ const std::vector<std::string>& nllb_language_codes() {
     return codes;
 }
 
+std::string some_language_codes(const std::vector<std::string>& codes) {
+    constexpr size_t kShown = 5;   // enough to show the codes' form (en_XX or eng_Latn)
+    std::string out;
+    for (size_t i = 0; i < codes.size() && i < kShown; ++i) out += (i ? ", " : "") + codes[i];
+    if (codes.size() > kShown) out += ", ...";
+    return out;
+}
+
 }  // namespace lorascope::tokenizer

@@ -12,4 +12,7 @@ namespace lorascope::tokenizer {
 const std::vector<std::string>& mbart50_language_codes();
 const std::vector<std::string>& nllb_language_codes();
 
+// The first few of `codes` for an error message: "ar_AR, cs_CZ, de_DE, en_XX, es_XX, ...".
+std::string some_language_codes(const std::vector<std::string>& codes);
+
 }  // namespace lorascope::tokenizer

@@ -45,6 +45,20 @@ std::optional<int64_t> Tokenizer::language_token_id(const std::string& code) con
     return token_to_id(code);
 }
 
+bool Tokenizer::takes_language_options() const {
+    if (language_codes().empty()) return false;
+    // Asked of encode() itself, which refuses the options where they do not apply.
+    EncodeOptions probe;
+    probe.add_special_tokens = false;
+    probe.tgt_lang = language_codes().front();
+    try {
+        (void)encode("", probe);
+        return true;
+    } catch (const Error&) {
+        return false;
+    }
+}
+
 std::string Tokenizer::clean_up_tokenization(const std::string& text) {
     // The same replacements, in the same order, as transformers' clean_up_tokenization:
     // each is a left-to-right, non-overlapping pass over the result of the previous one.

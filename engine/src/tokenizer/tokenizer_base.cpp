@@ -107,8 +107,8 @@ void TokenizerBase::add_special_tokens(std::vector<int64_t>& ids, const EncodeOp
             throw Error(ErrorKind::InvalidArgument, dir_,
                         languages_.codes.empty()
                             ? "this tokenizer has no language codes (src_lang / tgt_lang are for mBART-50 and NLLB)"
-                            : "this tokenizer takes no src_lang / tgt_lang: its language codes (" + languages_.codes.front() +
-                                  ", ...) are written at the start of the text");
+                            : "this tokenizer takes no src_lang / tgt_lang: its language codes (" +
+                                  tokenizer::some_language_codes(languages_.codes) + ") are written at the start of the text");
         if (options.add_special_tokens) post_.apply(ids);
         return;
     }
@@ -120,7 +120,8 @@ void TokenizerBase::add_special_tokens(std::vector<int64_t>& ids, const EncodeOp
         if (!id)
             throw Error(ErrorKind::InvalidArgument, dir_,
                         std::string(what) + " '" + code + "' is not one of this tokenizer's " +
-                            std::to_string(languages_.codes.size()) + " language codes (" + languages_.codes.front() + ", ...)");
+                            std::to_string(languages_.codes.size()) + " language codes (" +
+                            tokenizer::some_language_codes(languages_.codes) + ")");
         return *id;
     };
     const int64_t lang = options.target ? code_id(options.tgt_lang, languages_.default_target, "tgt_lang")

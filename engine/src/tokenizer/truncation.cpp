@@ -7,10 +7,12 @@
 namespace lorascope::tokenizer {
 
 std::vector<int64_t> truncate_left(const Tokenizer& tokenizer, const std::string& text, int64_t max_tokens,
-                                   const std::string& source) {
-    std::vector<int64_t> full = tokenizer.encode(text, /*add_special_tokens=*/true);
+                                   const std::string& source, EncodeOptions options) {
+    options.add_special_tokens = true;
+    std::vector<int64_t> full = tokenizer.encode(text, options);
     if (static_cast<int64_t>(full.size()) <= max_tokens) return full;
-    const std::vector<int64_t> plain = tokenizer.encode(text, /*add_special_tokens=*/false);
+    options.add_special_tokens = false;
+    const std::vector<int64_t> plain = tokenizer.encode(text, options);
     // The post-processor wraps the text's tokens in special ones: find where they sit.
     const auto at = std::search(full.begin(), full.end(), plain.begin(), plain.end());
     if (plain.empty() || at == full.end() || full.size() < plain.size()) {

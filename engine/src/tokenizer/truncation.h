@@ -14,7 +14,8 @@ namespace lorascope::tokenizer {
 
 // The ids of `text` with the model's special tokens, at most `max_tokens` of them. Throws
 // Error(InvalidArgument, source, ...) when max_tokens leaves no room beside the special tokens.
+// `options` (its src_lang, say) is how the text is encoded; add_special_tokens is taken as true.
 std::vector<int64_t> truncate_left(const Tokenizer& tokenizer, const std::string& text, int64_t max_tokens,
-                                   const std::string& source);
+                                   const std::string& source, EncodeOptions options = {});
 
 }  // namespace lorascope::tokenizer
