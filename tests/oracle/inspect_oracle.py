@@ -1,5 +1,7 @@
 """Oracle step `oracle_inspect`: what Hugging Face + PEFT compute for the request features that let a
-user see what the model weighed (issue 32), on the tiny checkpoints and adapters of `oracle_lora`:
+user see what the model weighed (issue 32), on the tiny checkpoints and adapters of `oracle_lora`
+(T5, BART, BLOOM, and the Llama family: llama with grouped-query attention, mistral with a sliding
+window shorter than prompt plus generation, qwen2 with multi-query attention and a tied head):
 
   alternatives     generate(output_scores=True): per generated token, torch.topk of log_softmax of
                    the processed scores (the distribution the token was chosen from), -inf entries
@@ -12,8 +14,9 @@ user see what the model weighed (issue 32), on the tiny checkpoints and adapters
                    mean log-probability per generated token, float32, first on ties)
   truncate         tokenizer(text, truncation=True, max_length=N) with truncation_side "left", as
                    LoRAX tokenizes a truncated prompt, on the real T5 and BART tokenizers
-  merges           equal-rank PEFT adapters (made here) merged by PeftModel.add_weighted_adapter
-                   after torch.manual_seed(seed), then greedy generate with the merged adapter; each
+  merges           (T5, BART, BLOOM) equal-rank PEFT adapters (made here) merged by
+                   PeftModel.add_weighted_adapter after torch.manual_seed(seed), then greedy
+                   generate with the merged adapter; each
                    adapter's own greedy outputs; the linear modules in named_modules() order
 
 Layout under --out/inspect:
@@ -31,9 +34,11 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
 from generate_oracle import new_tokens
+from llama_variants import CAUSAL_FAMILIES
 from lora_init import randomize_lora
 
-BASES = ["t5", "bart", "bloom"]
+BASES = ["t5", "bart", "bloom", "llama", "mistral", "qwen2"]
+MERGE_BASES = ["t5", "bart", "bloom"]
 ALT_ADAPTERS = ["", "all", "patterns"]
 # A request's params as the engine takes them ("seed": torch.manual_seed before generate;
 # "top_alternatives" and "logprobs" are the engine's: they ask for what output_scores gives).
@@ -92,7 +97,7 @@ def lora_base(root, name):
 
 
 def load(bdir, rec, adapter=None):
-    cls = AutoModelForCausalLM if rec["family"] == "bloom" else AutoModelForSeq2SeqLM
+    cls = AutoModelForCausalLM if rec["family"] in CAUSAL_FAMILIES else AutoModelForSeq2SeqLM
     model = cls.from_pretrained(os.path.join(bdir, rec["model_dir"]), torch_dtype=torch.float32).eval()
     if adapter:
         model = PeftModel.from_pretrained(model, os.path.join(bdir, "adapters", adapter)).eval()
@@ -152,7 +157,7 @@ def prompt_logprobs(root):
             g.manual_seed(777)   # the same targets for every adapter
             for i, prompt in enumerate(rec["prompts"]):
                 with torch.no_grad():
-                    if family == "bloom":
+                    if family in CAUSAL_FAMILIES:
                         logits = model(input_ids=torch.tensor([prompt])).logits[0]
                         lp = torch.log_softmax(logits.float(), -1)
                         values = [None] + [float(lp[j, prompt[j + 1]]) for j in range(len(prompt) - 1)]
@@ -219,7 +224,7 @@ def truncation():
 def make_merge_adapters(root, out_dir, base):
     bdir, rec = lora_base(root, base)
     adir = os.path.join(out_dir, "merge", base, "adapters")
-    task = "CAUSAL_LM" if rec["family"] == "bloom" else "SEQ_2_SEQ_LM"
+    task = "CAUSAL_LM" if rec["family"] in CAUSAL_FAMILIES else "SEQ_2_SEQ_LM"
     for k, (name, r, alpha, init, rslora, targets) in enumerate(MERGE_ADAPTERS):
         model = load(bdir, rec)
         config = LoraConfig(task_type=task, r=r, lora_alpha=alpha, lora_dropout=0.0, init_lora_weights=init,
@@ -243,7 +248,7 @@ def greedy_all(model, rec):
 
 def merges(root, out_dir):
     out = []
-    for base in BASES:
+    for base in MERGE_BASES:
         bdir, rec, adir = make_merge_adapters(root, out_dir, base)
         constituents = {}
         for name, *_ in MERGE_ADAPTERS:
