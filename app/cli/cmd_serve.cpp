@@ -40,7 +40,7 @@ const char* const kUsage =
     "         [--shutdown-grace-seconds 30]\n"
     "         [--threads N] [--device cpu|cuda] [--dtype float32|bfloat16|int8|int4|float16] [--max-batch-size N]\n"
     "         [--kv-cache-dtype auto|float32|bfloat16|float16] [--max-batch-tokens N] [--adapter-memory-budget BYTES]\n"
-    "       lorascope-cli serve --demo [--demo-model t5|bart|bloom] [--demo-dir DIR] [options above]\n"
+    "       lorascope-cli serve --demo [--demo-model t5|bart|bloom|llama] [--demo-dir DIR] [options above]\n"
     "  LoRAX's HTTP API: POST / , /generate, /generate_stream (Server-Sent Events), /v1/completions (OpenAI;\n"
     "  `model` names an adapter or the base); GET /health, /info, /metrics (Prometheus), /v1/models.\n"
     "  `adapter_id` selects an adapter loaded with --adapter; an unknown one is answered 422.\n"
