@@ -14,9 +14,8 @@ window shorter than prompt plus generation, qwen2 with multi-query attention and
                    mean log-probability per generated token, float32, first on ties)
   truncate         tokenizer(text, truncation=True, max_length=N) with truncation_side "left", as
                    LoRAX tokenizes a truncated prompt, on the real T5 and BART tokenizers
-  merges           (T5, BART, BLOOM) equal-rank PEFT adapters (made here) merged by
-                   PeftModel.add_weighted_adapter after torch.manual_seed(seed), then greedy
-                   generate with the merged adapter; each
+  merges           equal-rank PEFT adapters (made here) merged by PeftModel.add_weighted_adapter
+                   after torch.manual_seed(seed), then greedy generate with the merged adapter; each
                    adapter's own greedy outputs; the linear modules in named_modules() order
 
 Layout under --out/inspect:
@@ -38,7 +37,6 @@ from llama_variants import CAUSAL_FAMILIES
 from lora_init import randomize_lora
 
 BASES = ["t5", "bart", "bloom", "llama", "mistral", "qwen2"]
-MERGE_BASES = ["t5", "bart", "bloom"]
 ALT_ADAPTERS = ["", "all", "patterns"]
 # A request's params as the engine takes them ("seed": torch.manual_seed before generate;
 # "top_alternatives" and "logprobs" are the engine's: they ask for what output_scores gives).
@@ -63,15 +61,18 @@ TRUNCATE_TEXTS = ["translate English to German: The house is wonderful and the g
                   "Hello world", "a b c d e f g h i j k l m n o p"]
 TRUNCATE_LENGTHS = [2, 3, 5, 9]
 MERGE_NEW = 12
-# (name, r, lora_alpha, init_lora_weights, use_rslora, targets per base)
+LLAMA_LINEARS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+# (name, r, lora_alpha, init_lora_weights, use_rslora, targets per base; "llama" serves the family)
 MERGE_ADAPTERS = [
     ("m_a", 4, 8, True, False, {"t5": ["q", "k", "v", "o", "wi", "wo"],
                                 "bart": ["q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"],
-                                "bloom": ["query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"]}),
+                                "bloom": ["query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"],
+                                "llama": LLAMA_LINEARS}),
     ("m_b", 4, 16, "gaussian", False, {"t5": ["q", "v", "o"], "bart": ["q_proj", "v_proj"],
-                                        "bloom": ["query_key_value"]}),
+                                        "bloom": ["query_key_value"], "llama": ["q_proj", "v_proj", "o_proj"]}),
     ("m_c", 4, 6, False, True, {"t5": ["wi", "wo", "k"], "bart": ["fc1", "fc2", "k_proj"],
-                                "bloom": ["dense_h_to_4h", "dense_4h_to_h", "dense"]}),
+                                "bloom": ["dense_h_to_4h", "dense_4h_to_h", "dense"],
+                                "llama": ["gate_proj", "up_proj", "down_proj", "k_proj"]}),
 ]
 # As a request's "merged_adapters" ("seed": torch.manual_seed right before add_weighted_adapter).
 MERGES = [
@@ -228,7 +229,7 @@ def make_merge_adapters(root, out_dir, base):
     for k, (name, r, alpha, init, rslora, targets) in enumerate(MERGE_ADAPTERS):
         model = load(bdir, rec)
         config = LoraConfig(task_type=task, r=r, lora_alpha=alpha, lora_dropout=0.0, init_lora_weights=init,
-                            use_rslora=rslora, target_modules=targets[base])
+                            use_rslora=rslora, target_modules=targets[base if base in targets else "llama"])
         peft_model = get_peft_model(model, config)
         randomize_lora(peft_model, 9000 + 31 * k + len(base), b_scale=0.5)
         peft_model.save_pretrained(os.path.join(adir, name), safe_serialization=True)
@@ -248,7 +249,7 @@ def greedy_all(model, rec):
 
 def merges(root, out_dir):
     out = []
-    for base in MERGE_BASES:
+    for base in BASES:
         bdir, rec, adir = make_merge_adapters(root, out_dir, base)
         constituents = {}
         for name, *_ in MERGE_ADAPTERS:
