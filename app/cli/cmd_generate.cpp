@@ -33,7 +33,7 @@ const char* const kUsage =
     "         [--max-batch-size N] [--max-batch-tokens N] [--adapter-memory-budget BYTES] [--kv-cache-mb MIB]\n"
     "         [--batching continuous|static] [--prefill-budget TOKENS | --tpot-target-ms MS] [--prefill-chunk TOKENS]\n"
     "         [--input FILE|-] [--output FILE|-] [--stats FILE] [--adapter-dir DIR] [--src-lang CODE] [--tgt-lang CODE]\n"
-    "       lorascope-cli generate --demo [--demo-model t5|bart|bloom] [--demo-dir DIR] [options above]\n"
+    "       lorascope-cli generate --demo [--demo-model t5|bart|bloom|llama] [--demo-dir DIR] [options above]\n"
     "  input:  JSON Lines {\"id\", \"prompt\" | \"input_ids\" | \"messages\", \"adapter\", \"params\": {max_new_tokens, min_new_tokens,\n"
     "          do_sample, temperature, top_k, top_p, typical_p, min_p, repetition_penalty, no_repeat_ngram_size,\n"
     "          num_beams, num_return_sequences, length_penalty, early_stopping, stop, seed, ignore_eos, logprobs,\n"

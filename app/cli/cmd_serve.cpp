@@ -40,7 +40,7 @@ const char* const kUsage =
     "         [--shutdown-grace-seconds 30] [--adapter-dir DIR] [--goodput-ttft-ms MS] [--goodput-tpot-ms MS]\n"
     "         [--threads N] [--device cpu|cuda] [--dtype float32|bfloat16|int8|int4|float16] [--max-batch-size N]\n"
     "         [--kv-cache-dtype auto|float32|bfloat16|float16] [--max-batch-tokens N] [--adapter-memory-budget BYTES]\n"
-    "       lorascope-cli serve --demo [--demo-model t5|bart|bloom] [--demo-dir DIR] [options above]\n"
+    "       lorascope-cli serve --demo [--demo-model t5|bart|bloom|llama] [--demo-dir DIR] [options above]\n"
     "  LoRAX's HTTP API: POST / , /generate, /generate_stream (Server-Sent Events), /v1/completions (OpenAI;\n"
     "  `model` names an adapter or the base), /v1/chat/completions (OpenAI's chat: the model's chat template\n"
     "  renders `messages`; LoRAX's chat form is /generate with apply_chat_template); GET /health, /info,\n"

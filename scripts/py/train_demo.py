@@ -1,9 +1,9 @@
-"""Trains Lorascope's demo pack: three tiny models (T5, BART, BLOOM) and three PEFT LoRA adapters each.
+"""Trains Lorascope's demo pack: four tiny models (T5, BART, BLOOM, Llama) and three PEFT LoRA adapters each.
 
 No checkpoint can be downloaded here, so the pack is trained from scratch on synthetic word tasks whose
 answers are computed, not learnt from data: every example (training, held-out) comes from the task
 definitions below. Each model gets a tokenizer trained by this script (SentencePiece unigram for T5,
-byte-level BPE for BART and BLOOM).
+byte-level BPE for BART and BLOOM, SentencePiece BPE with byte fallback for Llama, as Llama 2 has).
 
 How the behaviour is split between base and adapters: the base is trained on its own task for plain
 prompts and, so that it has the skills an adapter can switch on, on the adapter tasks behind a text
@@ -13,7 +13,7 @@ prompt. In the app one plain prompt therefore gives a different answer per colum
 Reproducible: fixed seeds, one CPU thread, deterministic data order; the artefacts are regenerated
 bit-for-bit on the same torch build (other builds: within float32 rounding, same greedy outputs).
 
-usage: train_demo.py --out resources/demo [--models t5,bart,bloom]
+usage: train_demo.py --out resources/demo [--models t5,bart,bloom,llama]
 """
 import argparse
 import json
@@ -26,6 +26,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "oracle"))
 import hf_compat  # noqa: E402,F401  (first: offline env, torch.distributed shim)
+from demo_tokenizers import (train_bart_tokenizer, train_bloom_tokenizer, train_llama_tokenizer,  # noqa: E402
+                             train_t5_tokenizer)
 
 import torch  # noqa: E402
 from peft import LoraConfig, PeftModel, get_peft_model  # noqa: E402
@@ -110,7 +112,37 @@ MODELS = {
              "the digits spelt out in capitals"),
         ],
         base_steps=4000, adapter_steps=600, base_lr=3e-3, base_min_acc=0.9),
+    "llama": dict(
+        family="llama", kind="causal", tasks=DIGIT_TASKS, base_task="spell", items=digit_items, prompt=digit_prompt,
+        description="Tiny Llama (decoder-only, rotary positions, grouped-query attention, SentencePiece BPE "
+                    "tokenizer with byte fallback, [INST] chat template) trained to spell digits out",
+        prompt_format="4 digits separated by spaces, then ' =' (the model continues after it); "
+                      "or the same as a user turn of its chat template",
+        adapters=[
+            # On q and v alone, reversing a chat turn's digits stayed at 0.12 held-out (the plain prompt's at 1.0).
+            ("reverse", dict(r=8, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]),
+             "the digits in reverse order"),
+            ("plus-one", dict(r=8, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj",
+                                                                  "gate_proj", "up_proj", "down_proj"]),
+             "each digit plus one (9 wraps to 0)"),
+            ("shout", dict(r=4, lora_alpha=8, target_modules=["q_proj", "o_proj", "lm_head"]),
+             "the digits spelt out in capitals"),
+        ],
+        # A quarter of the plain prompts (base and adapters) are laid out as a chat user turn, so the
+        # window's chat view gets the same answers as the plain prompt.
+        chat_share=0.25, joint_tokenize=True,
+        base_steps=4000, adapter_steps=1000, base_lr=3e-3, base_min_acc=0.9),
 }
+
+class ChatPrompt(str):
+    """A prompt the model sees as the user turn of its chat template (tokenized as HF's apply_chat_template)."""
+
+
+def maybe_chat(spec, rng, prompt):
+    """Wraps a plain prompt as a chat turn for the spec's share of examples; no draw for other models."""
+    if spec.get("chat_share") and rng.random() < spec["chat_share"]:
+        return ChatPrompt(prompt)
+    return prompt
 
 
 def prefixed(task, prompt, spec):
@@ -126,61 +158,9 @@ def tokenizer_corpus(spec, rng):
         for task, fn in spec["tasks"].items():
             lines.append(prefixed(task, prompt, spec))
             lines.append(fn(items))
+        if spec.get("chat_share"):
+            lines.append(f"[INST] {prompt} [/INST]")
     return lines
-
-
-# ---------------------------------------------------------------------------------------------
-# Tokenizers
-
-def train_t5_tokenizer(mdir, corpus):
-    import io
-    import sentencepiece as spm
-    from transformers import T5Tokenizer
-    proto = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(corpus), model_writer=proto, vocab_size=160, model_type="unigram",
-        hard_vocab_limit=False, pad_id=0, eos_id=1, unk_id=2, bos_id=-1, character_coverage=1.0,
-        num_threads=1, seed_sentencepiece_size=20000, minloglevel=2, shuffle_input_sentence=False)
-    with open(os.path.join(mdir, "spiece.model"), "wb") as f:
-        f.write(proto.getvalue())
-    tok = T5Tokenizer(os.path.join(mdir, "spiece.model"), extra_ids=0, legacy=False)
-    tok.save_pretrained(mdir)
-    return tok
-
-
-def train_bpe(corpus, vocab_size, specials):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    tk = Tokenizer(models.BPE())
-    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tk.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tk.train_from_iterator(corpus, trainer)
-    return tk
-
-
-def train_bart_tokenizer(mdir, corpus):
-    from tokenizers import processors
-    from transformers import BartTokenizerFast
-    # Large enough that every word, lower or upper case, with or without its leading space is one token.
-    tk = train_bpe(corpus, 640, ["<s>", "<pad>", "</s>", "<unk>"])
-    tk.post_processor = processors.RobertaProcessing(sep=("</s>", 2), cls=("<s>", 0), add_prefix_space=False)
-    tok = BartTokenizerFast(tokenizer_object=tk, bos_token="<s>", eos_token="</s>", sep_token="</s>",
-                            cls_token="<s>", unk_token="<unk>", pad_token="<pad>", mask_token="<mask>",
-                            add_prefix_space=False)
-    tok.save_pretrained(mdir)
-    # vocab.json + merges.txt too, as BART checkpoints ship them.
-    tok.backend_tokenizer.model.save(mdir)
-    return tok
-
-
-def train_bloom_tokenizer(mdir, corpus):
-    from transformers import BloomTokenizerFast
-    tk = train_bpe(corpus, 360, ["<unk>", "<s>", "</s>", "<pad>"])
-    tok = BloomTokenizerFast(tokenizer_object=tk, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
-                             pad_token="<pad>", add_prefix_space=False)
-    tok.save_pretrained(mdir)
-    return tok
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,7 +168,7 @@ def train_bloom_tokenizer(mdir, corpus):
 
 def make_model(name, tok):
     from transformers import (BartConfig, BartForConditionalGeneration, BloomConfig, BloomForCausalLM,
-                              T5Config, T5ForConditionalGeneration)
+                              LlamaConfig, LlamaForCausalLM, T5Config, T5ForConditionalGeneration)
     if name == "t5":
         config = T5Config(vocab_size=len(tok), d_model=64, d_kv=16, d_ff=256, num_layers=3, num_heads=4,
                           relative_attention_num_buckets=16, relative_attention_max_distance=32,
@@ -203,14 +183,46 @@ def make_model(name, tok):
                             decoder_start_token_id=2, forced_bos_token_id=0, forced_eos_token_id=2,
                             scale_embedding=False)
         return BartForConditionalGeneration(config)
+    if name == "llama":
+        # Grouped-query attention (4 query heads share 2 key/value heads) and an untied head, as Llama 2-70B
+        # and Llama 3 have; rope_theta 10000 as Llama 2. 4096 positions (Llama 2's; unused by default
+        # rope) let the window's tests decode 3000 tokens.
+        config = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=176, num_hidden_layers=3,
+                             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                             rope_theta=10000.0, rms_norm_eps=1e-6, tie_word_embeddings=False,
+                             bos_token_id=1, eos_token_id=2, pad_token_id=3)
+        return LlamaForCausalLM(config)
     config = BloomConfig(vocab_size=len(tok), hidden_size=64, n_layer=3, n_head=4, hidden_dropout=0.0,
                          attention_dropout=0.0, bos_token_id=1, eos_token_id=2, pad_token_id=3)
     return BloomForCausalLM(config)
 
 
 def model_class(name):
-    from transformers import BartForConditionalGeneration, BloomForCausalLM, T5ForConditionalGeneration
-    return {"t5": T5ForConditionalGeneration, "bart": BartForConditionalGeneration, "bloom": BloomForCausalLM}[name]
+    from transformers import (BartForConditionalGeneration, BloomForCausalLM, LlamaForCausalLM,
+                              T5ForConditionalGeneration)
+    return {"t5": T5ForConditionalGeneration, "bart": BartForConditionalGeneration, "bloom": BloomForCausalLM,
+            "llama": LlamaForCausalLM}[name]
+
+
+def prompt_text(tok, source):
+    """(text, add_special_tokens): a chat prompt is rendered by the tokenizer's template, which holds <s>."""
+    if isinstance(source, ChatPrompt):
+        return tok.apply_chat_template([{"role": "user", "content": str(source)}], tokenize=False,
+                                       add_generation_prompt=True), False
+    return str(source), True
+
+
+def causal_pair_ids(spec, tok, source, target):
+    """Prompt ids and completion ids (with EOS) of one causal example."""
+    if not spec.get("joint_tokenize"):
+        return tok(source).input_ids, tok(" " + target).input_ids + [tok.eos_token_id]
+    # A SentencePiece tokenizer adds BOS and a dummy prefix per call, so the completion is cut from the
+    # whole text's ids; pieces never cross a space, so the prompt's ids are a prefix of them.
+    text, special = prompt_text(tok, source)
+    p = tok(text, add_special_tokens=special).input_ids
+    full = tok(text + " " + target, add_special_tokens=special).input_ids
+    assert full[:len(p)] == p, (text, target)
+    return p, full[len(p):] + [tok.eos_token_id]
 
 
 def encode_batch(spec, tok, pairs):
@@ -222,8 +234,7 @@ def encode_batch(spec, tok, pairs):
         return dict(input_ids=enc.input_ids, attention_mask=enc.attention_mask, labels=labels)
     rows, label_rows = [], []
     for s, t in pairs:
-        p = tok(s).input_ids
-        c = tok(" " + t).input_ids + [tok.eos_token_id]
+        p, c = causal_pair_ids(spec, tok, s, t)
         rows.append(p + c)
         label_rows.append([-100] * len(p) + c)
     width = max(len(r) for r in rows)
@@ -251,7 +262,8 @@ def greedy_texts(spec, model, tok, prompts, max_new_tokens=24):
             out += [t.strip() for t in tok.batch_decode(gen, skip_special_tokens=True)]
         else:
             tok.padding_side = "left"
-            enc = tok(chunk, padding=True, return_tensors="pt")
+            texts = [prompt_text(tok, c) for c in chunk]
+            enc = tok([t for t, _ in texts], padding=True, return_tensors="pt", add_special_tokens=texts[0][1])
             gen = model.generate(input_ids=enc.input_ids, attention_mask=enc.attention_mask,
                                  max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
                                  pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
@@ -296,7 +308,8 @@ def build_model(name, spec, out_root, heldout_keys):
     mdir = os.path.join(out_root, name)
     os.makedirs(mdir)
     corpus = tokenizer_corpus(spec, random.Random(f"{SEED}-{name}-tok"))
-    tok = {"t5": train_t5_tokenizer, "bart": train_bart_tokenizer, "bloom": train_bloom_tokenizer}[name](mdir, corpus)
+    tok = {"t5": train_t5_tokenizer, "bart": train_bart_tokenizer, "bloom": train_bloom_tokenizer,
+           "llama": train_llama_tokenizer}[name](mdir, corpus)
 
     def fresh(items_rng):
         while True:
@@ -313,7 +326,10 @@ def build_model(name, spec, out_root, heldout_keys):
         for _ in range(n):
             items = fresh(rng)
             task = rng.choice(tasks) if rng.random() < 0.6 else spec["base_task"]
-            pairs.append((prefixed(task, spec["prompt"](items), spec), spec["tasks"][task](items)))
+            source = prefixed(task, spec["prompt"](items), spec)
+            if task == spec["base_task"]:
+                source = maybe_chat(spec, rng, source)
+            pairs.append((source, spec["tasks"][task](items)))
         return pairs
 
     def dev_check(task_list, model, prefix):
@@ -323,6 +339,9 @@ def build_model(name, spec, out_root, heldout_keys):
             src = (lambda e, t=task: prefixed(t, spec["prompt"](e["items"]), spec)) if prefix else \
                 (lambda e: spec["prompt"](e["items"]))
             accs.append(accuracy(spec, model, tok, ex, src))
+            # The tasks a chat turn asks for (the base's own, each adapter's) must work as one too.
+            if spec.get("chat_share") and (not prefix or task == spec["base_task"]):
+                accs.append(accuracy(spec, model, tok, ex, lambda e: ChatPrompt(spec["prompt"](e["items"]))))
         return min(accs)
 
     torch.manual_seed(SEED)
@@ -347,13 +366,14 @@ def build_model(name, spec, out_root, heldout_keys):
             out = []
             for _ in range(n):
                 items = fresh(arng)
-                out.append((spec["prompt"](items), spec["tasks"][task](items)))
+                out.append((maybe_chat(spec, arng, spec["prompt"](items)), spec["tasks"][task](items)))
             return out
 
         stats = train(spec, peft_model, tok, adapter_pairs, spec["adapter_steps"], 3e-3,
                       lambda pm=peft_model, t=aname: dev_check([t], pm, False), f"{name} adapter {aname}")
         adir = os.path.join(mdir, "adapters", aname)
-        peft_model.save_pretrained(adir, safe_serialization=True)
+        # An lm_head target makes PEFT save the base's head too ("embedding layers"); the base has it.
+        peft_model.save_pretrained(adir, safe_serialization=True, save_embedding_layers=False)
         # PEFT's model card only repeats the absolute path of this run's output.
         os.remove(os.path.join(adir, "README.md"))
         # PEFT records the absolute base path; the pack is relocatable, so name the base by its role.
@@ -390,12 +410,14 @@ def verify(name, spec, out_root, tok, heldout):
         if task_name:
             model = PeftModel.from_pretrained(model, os.path.join(mdir, "adapters", task_name))
         ex = [r for r in rows if r["adapter"] == task_name]
-        got = greedy_texts(spec, model, tok, [r["prompt"] for r in ex])
-        acc = sum(g == r["expected"] for g, r in zip(got, ex)) / len(ex)
-        result[task_name or "<base>"] = acc
-        print(f"  {name} {task_name or '<base>'}: held-out exact match {acc:.3f} ({len(ex)} examples)", flush=True)
-        for g, r in list(zip(got, ex))[:2]:
-            print(f"    {r['prompt']!r} -> {g!r} (expected {r['expected']!r})")
+        for chat in [False, True] if spec.get("chat_share") else [False]:
+            got = greedy_texts(spec, model, tok, [ChatPrompt(r["prompt"]) if chat else r["prompt"] for r in ex])
+            acc = sum(g == r["expected"] for g, r in zip(got, ex)) / len(ex)
+            key = (task_name or "<base>") + (" chat" if chat else "")
+            result[key] = acc
+            print(f"  {name} {key}: held-out exact match {acc:.3f} ({len(ex)} examples)", flush=True)
+            for g, r in list(zip(got, ex))[:2]:
+                print(f"    {r['prompt']!r} -> {g!r} (expected {r['expected']!r})")
     return result
 
 
@@ -431,18 +453,24 @@ def train_one(name, out_root):
     for a in info["adapters"]:
         a["heldout_accuracy"] = acc[a["name"]]
         a["example_prompts"] = examples
+        if a["name"] + " chat" in acc:
+            a["chat_heldout_accuracy"] = acc[a["name"] + " chat"]
     entry = {
         "dir": name, "family": spec["family"], "description": spec["description"],
         "task": spec["base_task"], "prompt_format": spec["prompt_format"], "example_prompts": examples,
         "base_heldout_accuracy": acc["<base>"], "training": info["training"],
         "training_seconds": info["training_seconds"], "adapters": info["adapters"]}
+    if "<base> chat" in acc:
+        # The same held-out prompts as the user turn of the tokenizer's chat template.
+        entry["base_chat_heldout_accuracy"] = acc["<base> chat"]
+        entry["chat_template"] = "tokenizer_config.json"
     return entry, rows
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--models", default="t5,bart,bloom")
+    ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--jobs", type=int, default=1, help="models trained at once (each uses one thread)")
     args = ap.parse_args()
     out_root = os.path.abspath(args.out)

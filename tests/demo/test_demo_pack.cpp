@@ -1,5 +1,6 @@
 // The demo pack: where it is found, how a missing or broken one is reported, and whether each
-// trained adapter does its task on held-out prompts when run by our engine (lorascope-cli).
+// trained adapter does its task on held-out prompts when run by our engine (lorascope-cli), as
+// plain prompts and, for a model whose tokenizer has a chat template (the Llama), as chat turns.
 #include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -71,7 +72,7 @@ private Q_SLOTS:
         QVERIFY2(!lorascope::test::cli_path().empty(), "LORASCOPE_CLI not set");
     }
 
-    void packHasThreeModelsWithAdaptersAndHeldOutSets() {
+    void packHasItsModelsWithAdaptersAndHeldOutSets() {
         const auto pack = lorascope::read_demo_pack(LORASCOPE_TEST_DEMO_DIR);
         QCOMPARE(QString::fromStdString(pack.default_model), QStringLiteral("t5"));
         std::set<std::string> families;
@@ -90,7 +91,7 @@ private Q_SLOTS:
             // Held-out prompts are not the examples shown in the app.
             for (const auto& p : m.example_prompts) QVERIFY(!prompts_per_target[""].count(p));
         }
-        QCOMPARE(families, (std::set<std::string>{"t5", "bart", "bloom"}));
+        QCOMPARE(families, (std::set<std::string>{"t5", "bart", "bloom", "llama"}));
     }
 
     void lookupPrefersExplicitDirThenEnvironmentThenInstalledThenSource() {
@@ -224,6 +225,33 @@ private Q_SLOTS:
         }
     }
 
+    // The same held-out prompts as the user turn of a conversation ("messages"), laid out by the
+    // model's own chat template from tokenizer_config.json: the answers do not change.
+    void chatHeldOutAccuracy_data() {
+        QTest::addColumn<QString>("model");
+        int with_template = 0;
+        for (const auto& m : lorascope::read_demo_pack(LORASCOPE_TEST_DEMO_DIR).models) {
+            QFile f(QString::fromStdString(m.dir + "/tokenizer_config.json"));
+            if (!f.open(QIODevice::ReadOnly) || !json::parse(f.readAll().toStdString()).contains("chat_template")) continue;
+            QTest::newRow(m.key.c_str()) << QString::fromStdString(m.key);
+            ++with_template;
+        }
+        QVERIFY(with_template >= 1);   // the Llama has one
+    }
+    void chatHeldOutAccuracy() {
+        QFETCH(QString, model);
+        const auto pack = lorascope::read_demo_pack(LORASCOPE_TEST_DEMO_DIR);
+        const auto& m = pack.model(model.toStdString());
+        Scores chat;
+        heldout_scores(m, model, QStringLiteral("float32"), chat, false, /*as_chat=*/true);
+        if (QTest::currentTestFailed()) return;
+        QCOMPARE(chat.size(), m.adapters.size() + 1);
+        for (const auto& [target, s] : chat) {
+            const std::string name = target.empty() ? "<base>" : target;
+            QVERIFY2(s.accuracy() >= kMinAccuracy, (model.toStdString() + " " + name + " as chat below the bound").c_str());
+        }
+    }
+
 private:
     struct Score {
         int exact = 0, total = 0;
@@ -234,12 +262,14 @@ private:
     // Runs the held-out set through lorascope-cli in `dtype`; leaves `score` empty when the dtype
     // is refused on this CPU and that is allowed.
     void heldout_scores(const lorascope::DemoModel& m, const QString& model, const QString& dtype, Scores& score,
-                        bool may_be_unsupported = false) {
+                        bool may_be_unsupported = false, bool as_chat = false) {
         QTemporaryDir dir;
         const QString input = dir.filePath(QStringLiteral("heldout.jsonl"));
         std::string requests;
         for (size_t i = 0; i < m.heldout.size(); ++i) {
-            json r = {{"id", i}, {"prompt", m.heldout[i].prompt}};
+            json r = {{"id", i}};
+            if (as_chat) r["messages"] = json::array({{{"role", "user"}, {"content", m.heldout[i].prompt}}});
+            else r["prompt"] = m.heldout[i].prompt;
             if (!m.heldout[i].adapter.empty()) r["adapter"] = m.heldout[i].adapter;
             requests += r.dump() + "\n";
         }
@@ -266,7 +296,8 @@ private:
         }
         for (const auto& [target, s] : score) {
             const std::string name = target.empty() ? "<base>" : target;
-            qInfo("%s %s %s (%s): held-out exact match %.3f (%d/%d)", qPrintable(model), qPrintable(dtype), name.c_str(),
+            qInfo("%s %s %s%s (%s): held-out exact match %.3f (%d/%d)", qPrintable(model), qPrintable(dtype), name.c_str(),
+                  as_chat ? " as chat" : "",
                   target.empty() ? m.task.c_str() : m.find_adapter(target)->task.c_str(), s.accuracy(), s.exact,
                   s.total);
         }

@@ -1,5 +1,6 @@
 // `lorascope --demo --screenshot DIR` as a user (or the packaging test) runs it, offscreen: the demo
-// model loads with its adapters, the example prompts are compared, and three PNGs are written.
+// model (the default, T5, and `--demo-model llama`, the decoder-only one) loads with its adapters,
+// the example prompts are compared, and three PNGs are written.
 #include <QDir>
 #include <QImage>
 #include <QProcess>
@@ -12,11 +13,17 @@ class TestDemoScreenshot : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    void demoScreenshotRendersTheComparison_data() {
+        QTest::addColumn<QStringList>("extra");
+        QTest::newRow("default") << QStringList();
+        QTest::newRow("llama") << QStringList{QStringLiteral("--demo-model"), QStringLiteral("llama")};
+    }
     void demoScreenshotRendersTheComparison() {
+        QFETCH(QStringList, extra);
         QTemporaryDir dir;
         QProcess p;
         p.setProcessChannelMode(QProcess::MergedChannels);
-        p.start(QStringLiteral(LORASCOPE_GUI_PATH), {QStringLiteral("--demo"), QStringLiteral("--screenshot"), dir.path()});
+        p.start(QStringLiteral(LORASCOPE_GUI_PATH), QStringList{QStringLiteral("--demo"), QStringLiteral("--screenshot"), dir.path()} + extra);
         QVERIFY2(p.waitForFinished(240000), "lorascope --demo --screenshot did not finish");
         const QByteArray out = p.readAll();
         QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0, out.constData());

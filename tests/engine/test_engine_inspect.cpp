@@ -1,10 +1,12 @@
 // What the model weighed (issue 32), against what Hugging Face + PEFT compute
-// (tests/oracle/inspect_oracle.py), on T5, BART and BLOOM with adapters: the top-k alternatives of
-// every generated token (greedy, seeded sampling, several sampled rows) within 1e-5 of HF's
-// topk(log_softmax(output_scores)), in mixed batches and equal alone; prompt log-probabilities
-// (decoder-only prompts, encoder-decoder targets) within 1e-5 of HF's forward pass; best_of
-// returning the candidate LoRAX's router picks among HF's sampled rows; truncate keeping the last
-// tokens (text prompts as HF's tokenizer truncates them); and the combinations refused.
+// (tests/oracle/inspect_oracle.py), on T5, BART, BLOOM and the Llama family (llama with
+// grouped-query attention, mistral past its sliding window, qwen2 with one key/value head and a
+// tied head), with adapters: the top-k alternatives of every generated token (greedy, seeded
+// sampling, several sampled rows) within 1e-5 of HF's topk(log_softmax(output_scores)), in mixed
+// batches and equal alone; prompt log-probabilities (decoder-only prompts, encoder-decoder
+// targets) within 1e-5 of HF's forward pass; best_of returning the candidate LoRAX's router picks
+// among HF's sampled rows; truncate keeping the last tokens (text prompts as HF's tokenizer
+// truncates them); and the combinations refused.
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
@@ -32,7 +34,9 @@ using json = nlohmann::json;
 
 namespace {
 
-const std::vector<std::string> kBases = {"t5", "bart", "bloom"};
+const std::vector<std::string> kBases = {"t5", "bart", "bloom", "llama", "mistral", "qwen2"};
+
+bool decoder_only(const std::string& base) { return base != "t5" && base != "bart"; }
 
 std::unique_ptr<lorascope::Engine> engine_with_adapters(const lorascope::test::LoraBase& base) {
     auto engine = lorascope::test::make_engine(base.model_dir);
@@ -273,14 +277,14 @@ private Q_SLOTS:
             const auto prompt = base.records["prompts"][2].get<std::vector<int64_t>>();
             for (int64_t n : {1, 3, 6}) {
                 if (static_cast<int64_t>(prompt.size()) <= n) continue;
-                const FinishEvent cut = run_alone(*engine, request_for(prompt, {{"max_new_tokens", 6}, {"truncate", n}, {"prompt_logprobs", name == "bloom"}}, "all"));
+                const FinishEvent cut = run_alone(*engine, request_for(prompt, {{"max_new_tokens", 6}, {"truncate", n}, {"prompt_logprobs", decoder_only(name)}}, "all"));
                 const std::vector<int64_t> last(prompt.end() - n, prompt.end());
                 const FinishEvent direct = run_alone(*engine, request_for(last, {{"max_new_tokens", 6}}, "all"));
                 const FinishEvent whole = run_alone(*engine, request_for(prompt, {{"max_new_tokens", 6}}, "all"));
                 QVERIFY2(cut.reason != FinishReason::Error, cut.error.c_str());
                 QCOMPARE(cut.usage.prompt_tokens, n);
                 QCOMPARE(cut.token_ids, direct.token_ids);
-                if (name == "bloom") {
+                if (decoder_only(name)) {
                     QCOMPARE(static_cast<int64_t>(cut.prompt_logprobs.size()), n);
                     QCOMPARE(cut.prompt_logprobs.front().token_id, last.front());
                 }

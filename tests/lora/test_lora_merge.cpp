@@ -1,8 +1,9 @@
 // Adapter merges per request (issue 32, LoRAX's merged_adapters) against PEFT 0.13's
 // add_weighted_adapter (tests/oracle/inspect_oracle.py): for linear, ties (total and frequency
-// signs), dare_linear and dare_ties (seeded as torch.manual_seed before the merge), on T5, BART and
-// BLOOM, the merged adapter's greedy tokens equal HF + PEFT's, in one batch with each adapter alone
-// and the base model. The registry builds a merge once, shares it, evicts it under the memory
+// signs), dare_linear and dare_ties (seeded as torch.manual_seed before the merge), on T5, BART,
+// BLOOM, Llama (grouped-query attention), Mistral (sliding window) and Qwen2 (one key/value head,
+// tied head), the merged adapter's greedy tokens equal HF + PEFT's, in one batch with each adapter
+// alone and the base model. The registry builds a merge once, shares it, evicts it under the memory
 // budget and rebuilds it, and forgets it when one of its adapters is unloaded; PEFT's own refusals
 // (ranks that differ) and malformed merges fail with a reason.
 #include <QtTest>
@@ -27,7 +28,7 @@ using json = nlohmann::json;
 
 namespace {
 
-const std::vector<std::string> kBases = {"t5", "bart", "bloom"};
+const std::vector<std::string> kBases = {"t5", "bart", "bloom", "llama", "mistral", "qwen2"};
 
 std::string merge_adapter_dir(const std::string& base, const std::string& name) {
     return lorascope::test::inspect_dir() + "/merge/" + base + "/adapters/" + name;

@@ -1,5 +1,7 @@
 """Oracle step `oracle_inspect`: what Hugging Face + PEFT compute for the request features that let a
-user see what the model weighed (issue 32), on the tiny checkpoints and adapters of `oracle_lora`:
+user see what the model weighed (issue 32), on the tiny checkpoints and adapters of `oracle_lora`
+(T5, BART, BLOOM, and the Llama family: llama with grouped-query attention, mistral with a sliding
+window shorter than prompt plus generation, qwen2 with multi-query attention and a tied head):
 
   alternatives     generate(output_scores=True): per generated token, torch.topk of log_softmax of
                    the processed scores (the distribution the token was chosen from), -inf entries
@@ -31,9 +33,10 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
 from generate_oracle import new_tokens
+from llama_variants import CAUSAL_FAMILIES
 from lora_init import randomize_lora
 
-BASES = ["t5", "bart", "bloom"]
+BASES = ["t5", "bart", "bloom", "llama", "mistral", "qwen2"]
 ALT_ADAPTERS = ["", "all", "patterns"]
 # A request's params as the engine takes them ("seed": torch.manual_seed before generate;
 # "top_alternatives" and "logprobs" are the engine's: they ask for what output_scores gives).
@@ -58,15 +61,18 @@ TRUNCATE_TEXTS = ["translate English to German: The house is wonderful and the g
                   "Hello world", "a b c d e f g h i j k l m n o p"]
 TRUNCATE_LENGTHS = [2, 3, 5, 9]
 MERGE_NEW = 12
-# (name, r, lora_alpha, init_lora_weights, use_rslora, targets per base)
+LLAMA_LINEARS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+# (name, r, lora_alpha, init_lora_weights, use_rslora, targets per base; "llama" serves the family)
 MERGE_ADAPTERS = [
     ("m_a", 4, 8, True, False, {"t5": ["q", "k", "v", "o", "wi", "wo"],
                                 "bart": ["q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"],
-                                "bloom": ["query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"]}),
+                                "bloom": ["query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"],
+                                "llama": LLAMA_LINEARS}),
     ("m_b", 4, 16, "gaussian", False, {"t5": ["q", "v", "o"], "bart": ["q_proj", "v_proj"],
-                                        "bloom": ["query_key_value"]}),
+                                        "bloom": ["query_key_value"], "llama": ["q_proj", "v_proj", "o_proj"]}),
     ("m_c", 4, 6, False, True, {"t5": ["wi", "wo", "k"], "bart": ["fc1", "fc2", "k_proj"],
-                                "bloom": ["dense_h_to_4h", "dense_4h_to_h", "dense"]}),
+                                "bloom": ["dense_h_to_4h", "dense_4h_to_h", "dense"],
+                                "llama": ["gate_proj", "up_proj", "down_proj", "k_proj"]}),
 ]
 # As a request's "merged_adapters" ("seed": torch.manual_seed right before add_weighted_adapter).
 MERGES = [
@@ -92,7 +98,7 @@ def lora_base(root, name):
 
 
 def load(bdir, rec, adapter=None):
-    cls = AutoModelForCausalLM if rec["family"] == "bloom" else AutoModelForSeq2SeqLM
+    cls = AutoModelForCausalLM if rec["family"] in CAUSAL_FAMILIES else AutoModelForSeq2SeqLM
     model = cls.from_pretrained(os.path.join(bdir, rec["model_dir"]), torch_dtype=torch.float32).eval()
     if adapter:
         model = PeftModel.from_pretrained(model, os.path.join(bdir, "adapters", adapter)).eval()
@@ -152,7 +158,7 @@ def prompt_logprobs(root):
             g.manual_seed(777)   # the same targets for every adapter
             for i, prompt in enumerate(rec["prompts"]):
                 with torch.no_grad():
-                    if family == "bloom":
+                    if family in CAUSAL_FAMILIES:
                         logits = model(input_ids=torch.tensor([prompt])).logits[0]
                         lp = torch.log_softmax(logits.float(), -1)
                         values = [None] + [float(lp[j, prompt[j + 1]]) for j in range(len(prompt) - 1)]
@@ -219,11 +225,11 @@ def truncation():
 def make_merge_adapters(root, out_dir, base):
     bdir, rec = lora_base(root, base)
     adir = os.path.join(out_dir, "merge", base, "adapters")
-    task = "CAUSAL_LM" if rec["family"] == "bloom" else "SEQ_2_SEQ_LM"
+    task = "CAUSAL_LM" if rec["family"] in CAUSAL_FAMILIES else "SEQ_2_SEQ_LM"
     for k, (name, r, alpha, init, rslora, targets) in enumerate(MERGE_ADAPTERS):
         model = load(bdir, rec)
         config = LoraConfig(task_type=task, r=r, lora_alpha=alpha, lora_dropout=0.0, init_lora_weights=init,
-                            use_rslora=rslora, target_modules=targets[base])
+                            use_rslora=rslora, target_modules=targets[base if base in targets else "llama"])
         peft_model = get_peft_model(model, config)
         randomize_lora(peft_model, 9000 + 31 * k + len(base), b_scale=0.5)
         peft_model.save_pretrained(os.path.join(adir, name), safe_serialization=True)

@@ -4,10 +4,15 @@ The model carries its own small SentencePiece tokenizer trained here (nothing fr
 text prompts work on any machine. The adapters are made by PEFT itself with non-zero lora_B and
 differ in rank and target set. HF + PEFT greedy outputs for the test prompts are recorded too.
 
+The same manifest for the demo pack's Llama (resources/demo/llama, trained by scripts/train-demo: a
+decoder-only model with grouped-query attention and a SentencePiece BPE tokenizer) and two of its
+adapters, read in place, so that the window's end-to-end test runs on a causal model too.
+
 Writes under --out:
   ui_e2e/model/            config.json, model.safetensors, generation_config.json, spiece.model, ...
   ui_e2e/adapters/<name>/  adapter_config.json, adapter_model.safetensors
   ui_e2e/manifest.json     paths, adapter specs, prompts, HF greedy token ids, versions
+  ui_e2e/llama/manifest.json  the same for the demo pack's Llama (paths into resources/demo)
 """
 import argparse
 import io
@@ -21,7 +26,10 @@ import sentencepiece as spm
 import torch
 from lora_init import randomize_lora
 from peft import LoraConfig, PeftModel, get_peft_model
-from transformers import T5Config, T5ForConditionalGeneration, T5Tokenizer
+from transformers import AutoTokenizer, LlamaForCausalLM, T5Config, T5ForConditionalGeneration, T5Tokenizer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEMO_LLAMA = os.path.join(HERE, "..", "..", "resources", "demo", "llama")
 
 SEED = 2024
 MAX_NEW_TOKENS = 8
@@ -43,6 +51,17 @@ PROMPTS = [
     ("p4", "One two three four five.", "style-a"),
     ("p5", "Adapters change what a model says.", ""),
 ]
+# The Llama demo: two adapters of different rank, prompts of its digit task (p3 laid out as a user turn
+# of its chat template), enough new tokens for the answers and their end of sequence.
+LLAMA_MAX_NEW_TOKENS = 12
+LLAMA_ADAPTERS = ["reverse", "shout"]
+LLAMA_PROMPTS = [
+    ("p1", "3 1 4 1 =", ""),
+    ("p2", "2 7 1 8 =", "reverse"),
+    ("p3", "[INST] 1 6 1 8 = [/INST]", "shout"),
+    ("p4", "9 0 5 3 =", "reverse"),
+    ("p5", "6 6 2 0 =", ""),
+]
 
 
 def greedy(model, tok, prompt):
@@ -50,6 +69,33 @@ def greedy(model, tok, prompt):
     out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=MAX_NEW_TOKENS,
                          do_sample=False, num_beams=1)[0].tolist()
     return ids[0].tolist(), out[1:]
+
+
+def llama_demo_manifest(root):
+    """HF + PEFT greedy ids of the demo's Llama for LLAMA_PROMPTS (text prompts: the tokenizer adds BOS)."""
+    mdir = os.path.abspath(DEMO_LLAMA)
+    tok = AutoTokenizer.from_pretrained(mdir)
+    manifest = {"model": mdir, "max_new_tokens": LLAMA_MAX_NEW_TOKENS, "adapters": {}, "prompts": [],
+                "versions": hf_compat.versions()}
+    for name in LLAMA_ADAPTERS:
+        adir = os.path.join(mdir, "adapters", name)
+        with open(os.path.join(adir, "adapter_config.json")) as f:
+            cfg = json.load(f)
+        manifest["adapters"][name] = {"dir": adir, "r": cfg["r"], "targets": sorted(cfg["target_modules"])}
+    for pid, prompt, adapter in LLAMA_PROMPTS:
+        m = LlamaForCausalLM.from_pretrained(mdir, torch_dtype=torch.float32).eval()
+        if adapter:
+            m = PeftModel.from_pretrained(m, manifest["adapters"][adapter]["dir"]).eval()
+        ids = tok(prompt, return_tensors="pt").input_ids
+        with torch.no_grad():
+            out = m.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=LLAMA_MAX_NEW_TOKENS,
+                             do_sample=False, num_beams=1, pad_token_id=tok.pad_token_id)[0].tolist()
+        gen = out[ids.shape[1]:]
+        manifest["prompts"].append({"id": pid, "prompt": prompt, "adapter": adapter, "input_ids": ids[0].tolist(),
+                                    "hf_greedy_ids": gen, "hf_text": tok.decode(gen, skip_special_tokens=True)})
+    os.makedirs(os.path.join(root, "llama"))
+    with open(os.path.join(root, "llama", "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
 
 
 def main():
@@ -104,6 +150,10 @@ def main():
                                     "hf_text": tok.decode(output_ids, skip_special_tokens=True)})
     with open(os.path.join(root, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
+    if os.path.isdir(DEMO_LLAMA):
+        llama_demo_manifest(root)
+    else:
+        print(f"{DEMO_LLAMA} missing (scripts/train-demo --models llama): no Llama manifest")
     print(root)
 
 

@@ -1,5 +1,5 @@
-// Shared by the end-to-end GUI tests: the oracle's manifest (tiny T5 + two PEFT adapters) and
-// running lorascope-cli / lorascope as child processes.
+// Shared by the end-to-end GUI tests: the oracle's manifests (tiny T5 + two PEFT adapters; the demo
+// pack's Llama + two of its adapters) and running lorascope-cli / lorascope as child processes.
 #pragma once
 
 #include <QByteArray>
@@ -28,9 +28,10 @@ struct E2eManifest {
     QString error;        // non-empty: the oracle step has not run
 };
 
-inline E2eManifest loadE2eManifest() {
+// `subdir`: "ui_e2e" (the T5) or "ui_e2e/llama" under the oracle directory.
+inline E2eManifest loadE2eManifest(const QString& subdir = QStringLiteral("ui_e2e")) {
     E2eManifest m;
-    const QString path = QString::fromStdString(oracle_dir()) + QStringLiteral("/ui_e2e/manifest.json");
+    const QString path = QString::fromStdString(oracle_dir()) + QLatin1Char('/') + subdir + QStringLiteral("/manifest.json");
     QFile f(path);
     if (oracle_dir().empty() || !f.open(QIODevice::ReadOnly)) {
         m.error = path + QStringLiteral(": missing (run the ui_e2e_oracle CTest step)");

@@ -1,8 +1,9 @@
-// The main window driven through its own controls against the real LibTorch engine on the
-// oracle's tiny T5 (own SentencePiece tokenizer) and two PEFT adapters: load, adapters checked
-// against `lorascope-cli info`, five prompts across base and adapters equal to
-// `lorascope-cli generate` (and HF + PEFT greedy ids), cancel, the bad-directory dialog,
-// pause/step, and the event loop's worst gap while the engine decodes.
+// The main window driven through its own controls against the real LibTorch engine, once per model
+// (a global data row each): the oracle's tiny T5 (own SentencePiece tokenizer) and two PEFT
+// adapters, and the demo pack's Llama (decoder-only, grouped-query attention, SentencePiece BPE)
+// and two of its adapters: load, adapters checked against `lorascope-cli info`, five prompts across
+// base and adapters equal to `lorascope-cli generate` (and HF + PEFT greedy ids), cancel, the
+// bad-directory dialog, pause/step, and the event loop's worst gap while the engine decodes.
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QElapsedTimer>
@@ -52,9 +53,15 @@ std::vector<int64_t> idsOf(const QJsonArray& a) {
 
 class WindowRealEngineTest : public QObject {
     Q_OBJECT
+    // One model's reference: its manifest and the CLI's answers, made once, on its first test.
+    struct Reference {
+        test::E2eManifest manifest;
+        std::map<QString, CliResult> cli;   // by prompt id
+    };
     QTemporaryDir dir_;
-    test::E2eManifest manifest_;
-    std::map<QString, CliResult> cli_;   // by prompt id
+    std::map<QString, Reference> references_;   // by manifest directory
+    test::E2eManifest manifest_;                 // the current row's
+    std::map<QString, CliResult> cli_;
     std::vector<std::unique_ptr<QAbstractItemModelTester>> testers_;
     int windows_ = 0;
 
@@ -126,12 +133,11 @@ class WindowRealEngineTest : public QObject {
         return w.findChild<QMessageBox*>(QLatin1String(DialogErrorReporter::kObjectName));
     }
 
-private Q_SLOTS:
-    void initTestCase() {
-        QVERIFY(dir_.isValid());
-        manifest_ = test::loadE2eManifest();
+    // The reference: the same five requests through lorascope-cli generate, and the prompts' ids.
+    void makeReference(const QString& subdir, Reference& ref) {
+        manifest_ = test::loadE2eManifest(subdir);
         QVERIFY2(manifest_.error.isEmpty(), qPrintable(manifest_.error));
-        // The reference: the same five requests through lorascope-cli generate.
+        cli_.clear();
         QByteArray input;
         for (const auto& v : manifest_.prompts) input += requestLine(v.toObject().value(QStringLiteral("id")).toString());
         QString error;
@@ -158,13 +164,38 @@ private Q_SLOTS:
             QCOMPARE(idsOf(QJsonDocument::fromJson(tok).object().value(QStringLiteral("ids")).toArray()),
                      idsOf(p.value(QStringLiteral("input_ids")).toArray()));
         }
+        ref = {manifest_, cli_};
+    }
+
+private Q_SLOTS:
+    void initTestCase() { QVERIFY(dir_.isValid()); }
+
+    void initTestCase_data() {
+        QTest::addColumn<QString>("manifest");
+        QTest::addColumn<QString>("modelType");
+        QTest::newRow("t5") << QStringLiteral("ui_e2e") << QStringLiteral("t5");
+        QTest::newRow("llama-demo") << QStringLiteral("ui_e2e/llama") << QStringLiteral("llama");
+    }
+
+    void init() {
+        QFETCH_GLOBAL(QString, manifest);
+        auto found = references_.find(manifest);
+        if (found == references_.end()) {
+            Reference ref;
+            makeReference(manifest, ref);
+            if (QTest::currentTestFailed()) return;
+            found = references_.emplace(manifest, std::move(ref)).first;
+        }
+        manifest_ = found->second.manifest;
+        cli_ = found->second.cli;
     }
 
     void loadAndAddAdaptersMatchCliInfo() {
         auto w = makeWindow();
         QVERIFY(loadThroughPanel(*w, manifest_.model));
         QVERIFY(w->bridge()->hasEngine());
-        QCOMPARE(QString::fromStdString(w->bridge()->modelConfig()->model_type), QStringLiteral("t5"));
+        QFETCH_GLOBAL(QString, modelType);
+        QCOMPARE(QString::fromStdString(w->bridge()->modelConfig()->model_type), modelType);
         QVERIFY(addAdaptersThroughPanel(*w));
         QString error;
         const QByteArray out = test::runCli(QStringList{QStringLiteral("info"), QStringLiteral("--model"), manifest_.model}
