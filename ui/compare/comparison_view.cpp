@@ -54,7 +54,7 @@ ComparisonView::ComparisonView(RequestTableModel* model, QWidget* parent) : QWid
 void ComparisonView::refreshLegend() {
     legend_->setText(tr("<span style='background:%1; color:%2'>&nbsp;highlighted&nbsp;</span> token differs from the "
                         "reference column (the base model, else the first) at the same position; hover a token for "
-                        "its logprob")
+                        "its alternatives (click one to continue from it) or its logprob")
                          .arg(differHighlight(palette()).name(), palette().color(QPalette::Text).name()));
 }
 
@@ -106,6 +106,8 @@ void ComparisonView::rebuildColumns() {
         c.stats->setWordWrap(true);
         c.view = new TokenStreamView(frame);
         c.view->setAccessibleName(tr("Tokens from %1").arg(r->adapterLabel()));
+        connect(c.view, &TokenStreamView::alternativeChosen, this,
+                [this, t](int position, const TokenAlternative& choice) { Q_EMIT forkRequested(t, position, choice); });
         v->addWidget(c.title);
         v->addWidget(c.stats);
         v->addWidget(c.view);

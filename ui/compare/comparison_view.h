@@ -29,6 +29,10 @@ public:
 public Q_SLOTS:
     void refresh();
 
+Q_SIGNALS:
+    // An alternative clicked in a column's popup: fork that column's request at `position`.
+    void forkRequested(lorascope::ui::Ticket ticket, int position, const lorascope::TokenAlternative& choice);
+
 protected:
     void changeEvent(QEvent* e) override;
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common/theme.h"
+#include "requests/alternatives_popup.h"
 
 namespace lorascope::ui {
 
@@ -102,15 +103,37 @@ QString TokenStreamView::tooltipFor(int i) const {
         .arg(differs_[size_t(i)] ? tr("\ndiffers from the reference column") : QString());
 }
 
+bool TokenStreamView::showAlternatives(int i) {
+    if (i < 0 || size_t(i) >= tokens_.size() || size_t(i) >= rects_.size() || tokens_[size_t(i)].alternatives.empty())
+        return false;
+    if (!popup_) {
+        popup_ = new AlternativesPopup(this);
+        connect(popup_, &AlternativesPopup::alternativeChosen, this, &TokenStreamView::alternativeChosen);
+    }
+    const QRect r = rects_[size_t(i)];
+    popup_->showToken(tokens_[size_t(i)], i, QRect(mapToGlobal(r.topLeft()), r.size()));
+    return true;
+}
+
 bool TokenStreamView::event(QEvent* e) {
     if (e->type() == QEvent::ToolTip) {
         auto* help = static_cast<QHelpEvent*>(e);
         const int i = tokenAt(help->pos());
-        if (i >= 0) QToolTip::showText(help->globalPos(), tooltipFor(i), this, rects_[size_t(i)]);
-        else QToolTip::hideText();
+        if (showAlternatives(i)) {
+            QToolTip::hideText();
+        } else {
+            if (popup_) popup_->hide();
+            if (i >= 0) QToolTip::showText(help->globalPos(), tooltipFor(i), this, rects_[size_t(i)]);
+            else QToolTip::hideText();
+        }
         return true;
     }
     return QWidget::event(e);
+}
+
+void TokenStreamView::leaveEvent(QEvent* e) {
+    if (popup_) popup_->hideSoon();
+    QWidget::leaveEvent(e);
 }
 
 }  // namespace lorascope::ui

@@ -30,6 +30,9 @@ public:
     std::vector<Ticket> ticketsInGroup(int compare_group) const;
     int unfinishedCount() const;
     void clearFinished();
+    // Marks a row as forked from another request's token: its Id column says from which
+    // ("<client id> @ token N"), its prompt shows the text it continues (a fork is sent as ids).
+    void setForkedFrom(Ticket ticket, const QString& origin, const QString& prompt);
 
 public Q_SLOTS:
     void addRequest(const lorascope::ui::SubmittedRequest& request);

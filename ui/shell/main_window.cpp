@@ -39,6 +39,7 @@
 #include "requests/prompt_composer.h"
 #include "requests/request_board.h"
 #include "requests/request_fanout.h"
+#include "requests/request_fork.h"
 #include "requests/request_table_model.h"
 #include "requests/results_export.h"
 #include "shell/error_reporter.h"
@@ -209,6 +210,8 @@ void MainWindow::connectPanels() {
     });
     connect(board_, &RequestBoard::cancelAllRequested, bridge_, &EngineBridge::cancelAll);
     connect(board_, &RequestBoard::exportRequested, this, &MainWindow::exportResults);
+    connect(board_, &RequestBoard::forkRequested, this, &MainWindow::forkRequest);
+    connect(comparison_, &ComparisonView::forkRequested, this, &MainWindow::forkRequest);
     connect(inspector_, &BatchingInspector::pauseToggled, pause_, &QAction::setChecked);
     connect(inspector_, &BatchingInspector::stepRequested, bridge_, &EngineBridge::stepOnce);
     connect(adapters_, &AdapterListModel::readyNamesChanged, lab_, &LabView::setAdapterNames);
@@ -322,8 +325,11 @@ std::vector<Ticket> MainWindow::submit(const QStringList& targets, bool first_pr
     // Everything sent by one action joins the engine's batch at the same step, however long the
     // window takes to add each row.
     bridge_->holdSubmissions(true);
-    for (Request& r : fanOutRequests(items, targets, params_panel_->params(), compare_group != 0))
+    const bool encoder_decoder = bridge_->modelConfig()->is_encoder_decoder();
+    for (Request& r : fanOutRequests(items, targets, params_panel_->params(), compare_group != 0)) {
+        askForPromptTokens(r, encoder_decoder);
         if (const Ticket t = bridge_->submit(std::move(r), compare_group)) tickets.push_back(t);
+    }
     bridge_->holdSubmissions(false);
     refreshStatus();
     return tickets;
@@ -350,6 +356,21 @@ int MainWindow::compareTargets() {
     comparison_->showGroup(group);
     showTab(Tab::Compare);
     return group;
+}
+
+Ticket MainWindow::forkRequest(Ticket from, int position, const TokenAlternative& choice) {
+    const RequestRecord* record = requests_->record(from);
+    if (!record || !bridge_->hasEngine()) return 0;
+    ForkPlan plan = planFork(*record, position, choice, bridge_->modelConfig()->is_encoder_decoder());
+    if (!plan.refusal.isEmpty()) {
+        report(tr("Cannot fork this request"), plan.refusal);
+        return 0;
+    }
+    // In the comparison of its origin, so that the fork streams beside the columns it came from.
+    const Ticket ticket = bridge_->submit(std::move(plan.request), record->compare_group);
+    if (ticket) requests_->setForkedFrom(ticket, plan.origin, plan.prompt);
+    refreshStatus();
+    return ticket;
 }
 
 void MainWindow::cancelSelectedOrLoad() {

@@ -78,6 +78,9 @@ public:
     void addAdapter(const QString& dir);
     std::vector<Ticket> submitPrompts();
     int compareTargets();   // returns the comparison group, 0 when nothing was sent
+    // Continues request `from` with `choice` forced at generated token `position` (a new row, in
+    // the same comparison when `from` is in one); the fork's ticket, or 0 (refused, reported).
+    Ticket forkRequest(Ticket from, int position, const TokenAlternative& choice);
     void cancelSelectedOrLoad();
     void saveSettings();
 

@@ -1,0 +1,229 @@
+// Issue 32 in the window, against the fake engine: each token's alternatives on hover in the
+// comparison columns and the board's detail pane, and the fork a click on one submits.
+#include <QHelpEvent>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QTableView>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTextCursor>
+#include <QtTest>
+
+#include "compare/comparison_view.h"
+#include "compare/token_stream_view.h"
+#include "fake_engine.h"
+#include "model/adapter_list_model.h"
+#include "requests/alternatives_popup.h"
+#include "requests/params_panel.h"
+#include "requests/prompt_composer.h"
+#include "requests/request_board.h"
+#include "requests/request_table_model.h"
+#include "shell/error_reporter.h"
+#include "shell/main_window.h"
+#include "ui_test_support.h"
+#include "window_actions.h"
+
+using namespace lorascope;
+using namespace lorascope::ui;
+
+namespace {
+// Hovering long enough: the tool-tip event Qt sends after the hover delay.
+void hover(QWidget* w, const QPoint& pos) {
+    QHelpEvent e(QEvent::ToolTip, pos, w->mapToGlobal(pos));
+    QApplication::sendEvent(w, &e);
+}
+}  // namespace
+
+class AlternativesFakeEngineTest : public QObject {
+    Q_OBJECT
+    QTemporaryDir dir_;
+    QString model_, adapter_a_;
+    test::FakeEngineSettings settings_;
+    std::shared_ptr<std::vector<test::FakeEngine*>> engines_ = std::make_shared<std::vector<test::FakeEngine*>>();
+
+    std::unique_ptr<MainWindow> makeWindow() {
+        MainWindowOptions o;
+        auto settings = settings_;
+        auto engines = engines_;
+        o.engine_factory = [settings, engines](const EngineOptions& e) {
+            auto engine = test::FakeEngine::create(e, settings);
+            engines->push_back(static_cast<test::FakeEngine*>(engine.get()));
+            return engine;
+        };
+        o.settings_file = dir_.filePath(QStringLiteral("settings.ini"));
+        auto w = std::make_unique<MainWindow>(std::move(o));
+        w->resize(1280, 800);
+        w->show();
+        return w;
+    }
+
+    // A loaded window with adapter lora-a and one finished comparison of base and lora-a.
+    std::unique_ptr<MainWindow> comparedWindow() {
+        auto w = makeWindow();
+        if (!test::load_through_panel(*w, model_, 5000)) return nullptr;
+        w->addAdapter(adapter_a_);
+        QElapsedTimer clock;
+        clock.start();
+        while (w->adapterModel()->readyNames().size() < 1 && clock.elapsed() < 5000) QTest::qWait(10);
+        w->composer()->setText(QStringLiteral("what if it said"));
+        w->composer()->setSelectedTargets({QString(), QStringLiteral("lora-a")});
+        QSignalSpy all(w->requestModel(), &RequestTableModel::allFinished);
+        if (w->compareTargets() <= 0 || !all.wait(10000)) return nullptr;
+        return w;
+    }
+
+    static QPoint centreOfToken(TokenStreamView* view, int token) {
+        for (int y = 2; y < view->height(); y += 3)
+            for (int x = 2; x < view->width(); x += 3)
+                if (view->tokenAt({x, y}) == token) return {x + 3, y + 3};
+        return {-1, -1};
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        QVERIFY(dir_.isValid());
+        model_ = test::makeFakeModelDir(dir_.path(), QStringLiteral("tiny"));
+        adapter_a_ = test::makeFakeAdapterDir(dir_.path(), QStringLiteral("lora-a"));
+    }
+    void init() { settings_ = {}; }
+
+    void requestsAskForAlternativesAndTheBridgeCarriesThem() {
+        auto w = comparedWindow();
+        QVERIFY(w);
+        QCOMPARE(w->paramsPanel()->params().top_alternatives, std::optional<int64_t>(5));   // the default
+        const RequestRecord& r = w->requestModel()->recordAt(1);
+        QCOMPARE(r.tokens.size(), size_t(12));
+        for (size_t i = 0; i < r.tokens.size(); ++i) {
+            const auto expected = test::FakeEngine::alternatives_of(r.tokens[i].token_id, r.tokens[i].logprob, i > 0, 5);
+            QCOMPARE(r.tokens[i].alternatives.size(), expected.size());
+            for (size_t j = 0; j < expected.size(); ++j) {
+                QCOMPARE(r.tokens[i].alternatives[j].token_id, expected[j].token_id);
+                QCOMPARE(r.tokens[i].alternatives[j].text, expected[j].text);
+                QCOMPARE(r.tokens[i].alternatives[j].logprob, expected[j].logprob);
+            }
+        }
+        // 0 = off: nothing asked, nothing shown but the logprob tooltip.
+        ParamsPanel::Values v = w->paramsPanel()->values();
+        v.alternatives = 0;
+        w->paramsPanel()->setValues(v);
+        QVERIFY(!w->paramsPanel()->params().top_alternatives);
+        // Beam search refuses alternatives: the panel does not send them with beams.
+        v.alternatives = 3;
+        v.num_beams = 4;
+        w->paramsPanel()->setValues(v);
+        QVERIFY(!w->paramsPanel()->params().top_alternatives);
+    }
+
+    void hoveringAColumnTokenShowsItsAlternatives() {
+        auto w = comparedWindow();
+        QVERIFY(w);
+        ComparisonView* view = w->comparisonView();
+        QCOMPARE(view->columnCount(), 2);
+        TokenStreamView* column = view->columnView(1);
+        const QPoint at = centreOfToken(column, 2);
+        QVERIFY(at.x() >= 0);
+        hover(column, at);
+        AlternativesPopup* popup = column->alternativesPopup();
+        QVERIFY(popup);
+        QTRY_VERIFY(popup->isVisible());
+        QCOMPARE(popup->position(), 2);
+        QCOMPARE(popup->rowCount(), 5);
+        QVERIFY(popup->isChosenRow(0));   // the chosen token is the most likely one here
+        QVERIFY(!popup->isChosenRow(1));
+        const RequestRecord* r = w->requestModel()->record(w->requestModel()->recordAt(1).ticket);
+        const auto& alt = r->tokens[2].alternatives;
+        QVERIFY2(popup->rowText(1).contains(QString::fromStdString(alt[1].text).replace(QLatin1Char(' '), QChar(0x00B7))),
+                 qPrintable(popup->rowText(1)));
+        QVERIFY(popup->rowText(1).contains(QString::number(double(alt[1].logprob), 'f', 3)));
+        QVERIFY(popup->rowText(0).contains(QStringLiteral("chosen")));
+        // Below the token, where the mouse can reach it.
+        QVERIFY(popup->geometry().top() >= column->mapToGlobal(at).y());
+        // A token without alternatives (none asked) falls back to the tooltip and hides the popup.
+        hover(column, QPoint(column->width() - 2, column->height() - 2));
+        QVERIFY(!popup->isVisible());
+    }
+
+    void hoveringTheBoardsDetailShowsTheTokenUnderTheMouse() {
+        auto w = comparedWindow();
+        QVERIFY(w);
+        RequestBoard* board = w->requestBoard();
+        board->view()->selectRow(0);
+        QPlainTextEdit* detail = board->detailView();
+        const RequestRecord& r = w->requestModel()->recordAt(0);
+        QTRY_COMPARE(detail->toPlainText(), r.text);
+        // The middle of token 3's text.
+        int offset = 0;
+        for (int i = 0; i < 3; ++i) offset += int(r.tokens[size_t(i)].text.size());
+        QTextCursor c(detail->document());
+        c.setPosition(offset + int(r.tokens[3].text.size()) / 2 + 1);
+        const QPoint at = detail->cursorRect(c).center() - QPoint(2, 0);
+        hover(detail->viewport(), at);
+        AlternativesPopup* popup = board->alternativesPopup();
+        QTRY_VERIFY(popup->isVisible());
+        QCOMPARE(popup->position(), 3);
+        QVERIFY(popup->rowText(0).contains(r.tokens[3].text.trimmed()));
+    }
+
+    void clickingAnAlternativeForksADecoderOnlyRequest() {
+        settings_.causal = true;
+        auto w = comparedWindow();
+        QVERIFY(w);
+        const RequestRecord origin = w->requestModel()->recordAt(1);   // lora-a
+        // Decoder-only requests with alternatives ask for their prompt's tokens, which the fork needs.
+        QVERIFY(origin.params.prompt_logprobs.value_or(false));
+        QCOMPARE(origin.prompt_logprobs.size(), size_t(4));   // four words
+        TokenStreamView* column = w->comparisonView()->columnView(1);
+        hover(column, centreOfToken(column, 4));
+        AlternativesPopup* popup = column->alternativesPopup();
+        QTRY_VERIFY(popup->isVisible());
+        QSignalSpy rows(w->requestModel(), &QAbstractItemModel::rowsInserted);
+        QTest::mouseClick(popup, Qt::LeftButton, {}, popup->rowRect(2).center());
+        QCOMPARE(rows.count(), 1);
+        QCOMPARE(w->requestModel()->rowCount(), 3);
+        const RequestRecord& fork = w->requestModel()->recordAt(2);
+        QCOMPARE(fork.forked_from, origin.client_id + QStringLiteral(" @ token 5"));
+        QVERIFY(w->requestModel()->data(w->requestModel()->index(2, RequestTableModel::ColId)).toString().contains(QStringLiteral("fork of")));
+        QCOMPARE(fork.adapter, QStringLiteral("lora-a"));
+        QCOMPARE(fork.compare_group, origin.compare_group);   // a third column beside its origin
+        // What the engine was sent: the prompt's ids, the four tokens before, the chosen one.
+        std::vector<int64_t> ids;
+        for (const auto& t : origin.prompt_logprobs) ids.push_back(t.token_id);
+        for (int i = 0; i < 4; ++i) ids.push_back(origin.tokens[size_t(i)].token_id);
+        ids.push_back(origin.tokens[4].alternatives[2].token_id);
+        QVERIFY(!engines_->empty());
+        const Request sent = engines_->back()->submitted().back();
+        QCOMPARE(sent.input_ids, ids);
+        QVERIFY(!sent.prompt);
+        QCOMPARE(sent.adapter, std::string("lora-a"));
+        QCOMPARE(sent.params.top_alternatives, origin.params.top_alternatives);
+        QCOMPARE(sent.params.max_new_tokens, origin.params.max_new_tokens);
+        QTRY_COMPARE_WITH_TIMEOUT(w->comparisonView()->columnCount(), 3, 5000);
+        QVERIFY(fork.prompt.endsWith(QString::fromStdString(origin.tokens[4].alternatives[2].text)));
+    }
+
+    void anEncoderDecoderForkIsRefusedSayingWhy() {
+        auto w = comparedWindow();   // the fake's T5
+        QVERIFY(w);
+        TokenStreamView* column = w->comparisonView()->columnView(0);
+        hover(column, centreOfToken(column, 1));
+        AlternativesPopup* popup = column->alternativesPopup();
+        QTRY_VERIFY(popup->isVisible());
+        QTest::mouseClick(popup, Qt::LeftButton, {}, popup->rowRect(1).center());
+        QCOMPARE(w->requestModel()->rowCount(), 2);   // nothing submitted
+        auto* box = w->findChild<QMessageBox*>(QLatin1String(DialogErrorReporter::kObjectName));
+        QVERIFY(box);
+        QVERIFY2(box->text().contains(QStringLiteral("encoder-decoder")) ||
+                     box->informativeText().contains(QStringLiteral("encoder-decoder")),
+                 qPrintable(box->text()));
+        // Clicking the chosen token's own row forks nothing.
+        box->close();
+        hover(column, centreOfToken(column, 1));
+        QTRY_VERIFY(popup->isVisible());
+        QTest::mouseClick(popup, Qt::LeftButton, {}, popup->rowRect(0).center());
+        QCOMPARE(w->requestModel()->rowCount(), 2);
+    }
+};
+
+QTEST_MAIN(AlternativesFakeEngineTest)
+#include "test_alternatives_fake_engine.moc"
