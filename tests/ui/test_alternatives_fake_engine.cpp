@@ -1,6 +1,7 @@
 // Issue 32 in the window, against the fake engine: each token's alternatives on hover in the
 // comparison columns and the board's detail pane, and the fork a click on one submits.
 #include <QHelpEvent>
+#include <QLineEdit>
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -10,7 +11,9 @@
 #include <QTextCursor>
 #include <QtTest>
 
+#include "common/theme.h"
 #include "compare/comparison_view.h"
+#include "compare/surprise_view.h"
 #include "compare/token_stream_view.h"
 #include "fake_engine.h"
 #include "model/adapter_list_model.h"
@@ -222,6 +225,61 @@ private Q_SLOTS:
         QTRY_VERIFY(popup->isVisible());
         QTest::mouseClick(popup, Qt::LeftButton, {}, popup->rowRect(0).center());
         QCOMPARE(w->requestModel()->rowCount(), 2);
+    }
+
+    void theSurpriseViewShadesAPromptUnderEachTarget() {
+        settings_.causal = true;
+        auto w = comparedWindow();
+        QVERIFY(w);
+        SurpriseView* view = w->surpriseView();
+        w->showTab(MainWindow::Tab::Compare);
+        w->comparisonView()->showPage(view);
+        view->textEdit()->setText(QStringLiteral("the cat sat down"));
+        QSignalSpy all(w->requestModel(), &RequestTableModel::allFinished);
+        QTest::mouseClick(view->scoreButton(), Qt::LeftButton);
+        QCOMPARE(view->columnCount(), 2);   // base and lora-a, as the composer has them checked
+        QVERIFY(all.wait(5000));
+        const Request sent = engines_->back()->submitted().back();
+        QVERIFY(sent.params.prompt_logprobs.value_or(false));
+        QCOMPARE(*sent.prompt, std::string("the cat sat down"));
+        for (int c = 0; c < 2; ++c) {
+            Request as_sent;
+            as_sent.prompt = "the cat sat down";
+            as_sent.adapter = c ? "lora-a" : "";
+            const auto expected = test::FakeEngine::prompt_logprobs_of(as_sent, true);
+            QVERIFY(view->columnTitle(c).contains(c ? QStringLiteral("lora-a") : QStringLiteral("base")));
+            TokenStreamView* column = view->columnView(c);
+            QCOMPARE(expected.size(), size_t(4));
+            for (int i = 0; i < 4; ++i)
+                QVERIFY2(column->tooltipFor(i).contains(QString::fromStdString(expected[size_t(i)].text).toHtmlEscaped()),
+                         qPrintable(column->tooltipFor(i)));
+            QVERIFY(column->tooltipFor(3).contains(QString::number(double(*expected[3].logprob), 'f', 4)));
+            double sum = 0;
+            for (const auto& t : expected) sum += double(t.logprob.value_or(0.0f));
+            QVERIFY2(view->columnStats(c).contains(QStringLiteral("3 tokens · sum %1").arg(sum, 0, 'f', 2)),
+                     qPrintable(view->columnStats(c)));
+        }
+        // The shading runs from the base (certain) to the differ highlight (at the floor and below).
+        const QPalette pal = view->palette();
+        QCOMPARE(TokenStreamView::surpriseShade(pal, 0.0f).rgb(), pal.color(QPalette::Base).rgb());
+        QCOMPARE(TokenStreamView::surpriseShade(pal, -30.0f).rgb(), differHighlight(pal).rgb());
+    }
+
+    void theSurpriseViewScoresATargetForEncoderDecoderModels() {
+        auto w = comparedWindow();   // the fake's T5
+        QVERIFY(w);
+        SurpriseView* view = w->surpriseView();
+        view->textEdit()->setText(QStringLiteral("Das Haus"));
+        QVERIFY(view->score().empty());   // no source: nothing sent
+        QCOMPARE(w->requestModel()->rowCount(), 2);
+        view->sourceEdit()->setText(QStringLiteral("The house"));
+        QSignalSpy all(w->requestModel(), &RequestTableModel::allFinished);
+        QCOMPARE(view->score().size(), size_t(2));
+        QVERIFY(all.wait(5000));
+        const Request sent = engines_->back()->submitted().back();
+        QCOMPARE(*sent.prompt, std::string("The house"));
+        QCOMPARE(*sent.target, std::string("Das Haus"));
+        QCOMPARE(view->columnView(1)->tooltipFor(1).contains(QStringLiteral("Haus")), true);
     }
 };
 

@@ -1,22 +1,30 @@
 #include "compare/comparison_view.h"
 
 #include <QComboBox>
-#include <QFrame>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QScrollArea>
+#include <QTabWidget>
 #include <QEvent>
 #include <QVBoxLayout>
 #include <algorithm>
 
 #include "common/theme.h"
+#include "compare/token_columns.h"
 #include "compare/token_stream_view.h"
 #include "requests/request_table_model.h"
 
 namespace lorascope::ui {
 
 ComparisonView::ComparisonView(RequestTableModel* model, QWidget* parent) : QWidget(parent), model_(model) {
-    auto* layout = new QVBoxLayout(this);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    pages_ = new QTabWidget(this);
+    pages_->setAccessibleName(tr("Comparison pages"));
+    pages_->setDocumentMode(true);
+    outer->addWidget(pages_);
+    auto* generations = new QWidget(pages_);
+    pages_->addTab(generations, tr("Generations"));
+    auto* layout = new QVBoxLayout(generations);
     auto* top = new QHBoxLayout;
     auto* label = new QLabel(tr("Comparison"), this);
     groups_ = new QComboBox(this);
@@ -34,14 +42,8 @@ ComparisonView::ComparisonView(RequestTableModel* model, QWidget* parent) : QWid
     prompt_->setWordWrap(true);
     prompt_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(prompt_);
-    auto* scroll = new QScrollArea(this);
-    scroll->setWidgetResizable(true);
-    scroll->setAccessibleName(tr("Comparison columns"));
-    columns_host_ = new QWidget(scroll);
-    columns_layout_ = new QHBoxLayout(columns_host_);
-    columns_layout_->setAlignment(Qt::AlignTop);
-    scroll->setWidget(columns_host_);
-    layout->addWidget(scroll, 1);
+    columns_ = new TokenColumns(tr("Comparison columns"), this);
+    layout->addWidget(columns_, 1);
 
     connect(groups_, qOverload<int>(&QComboBox::activated), this, [this](int i) { showGroup(groups_->itemData(i).toInt()); });
     connect(model_, &QAbstractItemModel::dataChanged, this, &ComparisonView::refresh);
@@ -50,6 +52,11 @@ ComparisonView::ComparisonView(RequestTableModel* model, QWidget* parent) : QWid
     connect(model_, &QAbstractItemModel::modelReset, this, [this] { refreshGroups(); rebuildColumns(); });
     refreshGroups();
 }
+
+void ComparisonView::addPage(QWidget* page, const QString& title) { pages_->addTab(page, title); }
+
+void ComparisonView::showPage(QWidget* page) { pages_->setCurrentWidget(page); }
+void ComparisonView::showGenerations() { pages_->setCurrentIndex(0); }
 
 void ComparisonView::refreshLegend() {
     legend_->setText(tr("<span style='background:%1; color:%2'>&nbsp;highlighted&nbsp;</span> token differs from the "
@@ -85,38 +92,20 @@ void ComparisonView::showGroup(int compare_group) {
     rebuildColumns();
 }
 
-QString ComparisonView::columnTitle(int i) const { return columns_.at(size_t(i)).title->text(); }
+int ComparisonView::columnCount() const { return columns_->count(); }
+TokenStreamView* ComparisonView::columnView(int i) const { return columns_->at(i).view; }
+QString ComparisonView::columnTitle(int i) const { return columns_->at(i).title->text(); }
 
 void ComparisonView::rebuildColumns() {
-    for (auto& c : columns_) delete c.frame;
-    columns_.clear();
+    columns_->clear();
     for (Ticket t : model_->ticketsInGroup(group_)) {
         const RequestRecord* r = model_->record(t);
         if (!r) continue;
-        Column c;
-        c.ticket = t;
-        auto* frame = new QFrame(columns_host_);
-        frame->setFrameShape(QFrame::StyledPanel);
-        auto* v = new QVBoxLayout(frame);
-        c.title = new QLabel(QStringLiteral("<b>%1</b>").arg(r->adapterLabel().toHtmlEscaped()), frame);
-        c.stats = new QLabel(frame);
-        // Wrapped, so that a column's width is not its status line's: four columns (the demo's base
-        // and three adapters) fit the default 1280 px window.
-        c.title->setWordWrap(true);
-        c.stats->setWordWrap(true);
-        c.view = new TokenStreamView(frame);
-        c.view->setAccessibleName(tr("Tokens from %1").arg(r->adapterLabel()));
+        auto& c = columns_->add(t, r->adapterLabel(), tr("Tokens from %1").arg(r->adapterLabel()));
         connect(c.view, &TokenStreamView::alternativeChosen, this,
                 [this, t](int position, const TokenAlternative& choice) { Q_EMIT forkRequested(t, position, choice); });
-        v->addWidget(c.title);
-        v->addWidget(c.stats);
-        v->addWidget(c.view);
-        v->addStretch(1);
-        c.frame = frame;
-        columns_layout_->addWidget(frame, 1);
-        columns_.push_back(c);
     }
-    const RequestRecord* first = columns_.empty() ? nullptr : model_->record(columns_.front().ticket);
+    const RequestRecord* first = columns_->count() ? model_->record(columns_->at(0).ticket) : nullptr;
     prompt_->setText(first ? tr("<b>Prompt:</b> %1").arg(first->prompt.toHtmlEscaped()) : QString());
     refresh();
 }
@@ -128,12 +117,12 @@ void ComparisonView::refresh() {
         for (const auto& r : model_->records()) newest = qMax(newest, r.compare_group);
         if (newest) { showGroup(newest); return; }
     }
-    if (columns_.size() != model_->ticketsInGroup(group_).size()) { rebuildColumns(); return; }
+    if (columns_->columns().size() != model_->ticketsInGroup(group_).size()) { rebuildColumns(); return; }
     const RequestRecord* reference = nullptr;
-    for (const auto& c : columns_)
+    for (const auto& c : columns_->columns())
         if (const RequestRecord* r = model_->record(c.ticket); r && r->adapter.isEmpty()) reference = r;
-    if (!reference && !columns_.empty()) reference = model_->record(columns_.front().ticket);
-    for (auto& c : columns_) {
+    if (!reference && columns_->count()) reference = model_->record(columns_->at(0).ticket);
+    for (auto& c : columns_->columns()) {
         const RequestRecord* r = model_->record(c.ticket);
         if (!r) continue;
         const bool is_reference = r == reference;

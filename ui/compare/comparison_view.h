@@ -10,10 +10,12 @@
 class QComboBox;
 class QHBoxLayout;
 class QLabel;
+class QTabWidget;
 
 namespace lorascope::ui {
 
 class RequestTableModel;
+class TokenColumns;
 class TokenStreamView;
 
 class ComparisonView : public QWidget {
@@ -22,9 +24,13 @@ public:
     explicit ComparisonView(RequestTableModel* model, QWidget* parent = nullptr);
     void showGroup(int compare_group);
     int currentGroup() const { return group_; }
-    int columnCount() const { return int(columns_.size()); }
-    TokenStreamView* columnView(int i) const { return columns_.at(size_t(i)).view; }
+    int columnCount() const;
+    TokenStreamView* columnView(int i) const;
     QString columnTitle(int i) const;
+    // More pages beside the generations (the surprise view): the compare area's sub-tabs.
+    void addPage(QWidget* page, const QString& title);
+    void showPage(QWidget* page);
+    void showGenerations();
 
 public Q_SLOTS:
     void refresh();
@@ -37,23 +43,15 @@ protected:
     void changeEvent(QEvent* e) override;
 
 private:
-    struct Column {
-        Ticket ticket;
-        QWidget* frame;
-        QLabel* title;
-        QLabel* stats;
-        TokenStreamView* view;
-    };
     void rebuildColumns();
     void refreshLegend();
     void refreshGroups();
     RequestTableModel* model_;
+    QTabWidget* pages_ = nullptr;
     QComboBox* groups_ = nullptr;
     QLabel* prompt_ = nullptr;
     QLabel* legend_ = nullptr;
-    QWidget* columns_host_ = nullptr;
-    QHBoxLayout* columns_layout_ = nullptr;
-    std::vector<Column> columns_;
+    TokenColumns* columns_ = nullptr;
     int group_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <QHelpEvent>
 #include <QPainter>
 #include <QToolTip>
+#include <algorithm>
 #include <cmath>
 
 #include "common/theme.h"
@@ -74,7 +75,9 @@ void TokenStreamView::paintEvent(QPaintEvent*) {
     alternate.setAlpha(14);
     for (size_t i = 0; i < tokens_.size() && i < rects_.size(); ++i) {
         const QRect r = rects_[i];
-        if (differs_[i]) p.fillRect(r, differ);
+        if (shading_) {
+            if (!tokens_[i].special) p.fillRect(r, surpriseShade(palette(), tokens_[i].logprob));
+        } else if (differs_[i]) p.fillRect(r, differ);
         else if (i % 2) p.fillRect(r, alternate);   // token boundaries stay visible
         p.setPen(tokens_[i].special ? palette().color(QPalette::PlaceholderText) : palette().color(QPalette::Text));
         p.drawText(r.adjusted(1, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter, shown(tokens_[i]));
@@ -83,6 +86,14 @@ void TokenStreamView::paintEvent(QPaintEvent*) {
         p.setPen(palette().color(QPalette::PlaceholderText));
         p.drawText(rect().adjusted(kPad, kPad, 0, 0), Qt::AlignLeft | Qt::AlignTop, tr("waiting for tokens…"));
     }
+}
+
+QColor TokenStreamView::surpriseShade(const QPalette& palette, float logprob) {
+    // Between the base and the differ highlight, both of which the palette's text reads on.
+    const double t = std::clamp(double(logprob) / double(kSurpriseFloor), 0.0, 1.0);
+    const QColor a = palette.color(QPalette::Base), b = differHighlight(palette);
+    return QColor::fromRgbF(float(a.redF() + (b.redF() - a.redF()) * t), float(a.greenF() + (b.greenF() - a.greenF()) * t),
+                            float(a.blueF() + (b.blueF() - a.blueF()) * t));
 }
 
 int TokenStreamView::tokenAt(const QPoint& pos) const {

@@ -20,6 +20,12 @@ public:
     // Null reference: nothing is highlighted (this is the reference column).
     void setTokens(const std::vector<StreamedToken>& tokens, const std::vector<StreamedToken>* reference);
     int differingTokens() const { return differing_; }
+    // Surprise shading (compare/surprise_view.h): each token's background as deep as its logprob
+    // is low, none for special tokens (a prompt's first, which has no logprob), no differences.
+    void setSurpriseShading(bool on) { shading_ = on; update(); }
+    // The background surprise shading gives a token of `logprob` (fully deep from kSurpriseFloor).
+    static QColor surpriseShade(const QPalette& palette, float logprob);
+    static constexpr float kSurpriseFloor = -10.0f;
     // The token under a point (widget coordinates), or -1.
     int tokenAt(const QPoint& pos) const;
     QString tooltipFor(int token) const;
@@ -46,6 +52,7 @@ private:
     std::vector<bool> differs_;
     std::vector<QRect> rects_;
     int differing_ = 0;
+    bool shading_ = false;
     AlternativesPopup* popup_ = nullptr;   // created on first use
 };
 

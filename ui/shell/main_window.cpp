@@ -23,6 +23,7 @@
 #include <exception>
 
 #include "compare/comparison_view.h"
+#include "compare/surprise_view.h"
 #include "inspector/batching_inspector.h"
 #include "inspector/server_metrics_view.h"
 #include "inspector/step_stats_model.h"
@@ -142,6 +143,9 @@ void MainWindow::buildLayout(EngineFactory lab_factory) {
     requests_page->setStretchFactor(0, 1);
     requests_page->setStretchFactor(1, 3);
     comparison_ = new ComparisonView(requests_, this);
+    surprise_ = new SurpriseView(requests_, bridge_, comparison_);
+    surprise_->setTargetsSource([this] { return composer_->selectedTargets(); });
+    comparison_->addPage(surprise_, tr("Surprise"));
     inspector_ = new BatchingInspector(steps_, new ServerMetricsView(server_metrics_, requests_), this);
     tabs_ = new QTabWidget(this);
     tabs_->setAccessibleName(tr("Views"));
@@ -354,6 +358,7 @@ int MainWindow::compareTargets() {
     if (submit(targets, true, group).empty()) return 0;
     ++next_compare_group_;
     comparison_->showGroup(group);
+    comparison_->showGenerations();
     showTab(Tab::Compare);
     return group;
 }

@@ -22,6 +22,7 @@ class AdapterListModel;
 class AdaptersPanel;
 class BatchingInspector;
 class ComparisonView;
+class SurpriseView;
 class LabView;
 class ErrorReporter;
 class MetricsPoller;
@@ -61,6 +62,7 @@ public:
     ParamsPanel* paramsPanel() const { return params_panel_; }
     RequestBoard* requestBoard() const { return board_; }
     ComparisonView* comparisonView() const { return comparison_; }
+    SurpriseView* surpriseView() const { return surprise_; }
     BatchingInspector* batchingInspector() const { return inspector_; }
     LabView* labView() const { return lab_; }
     QAction* openModelAction() const { return open_model_; }
@@ -124,6 +126,7 @@ private:
     ParamsPanel* params_panel_ = nullptr;
     RequestBoard* board_ = nullptr;
     ComparisonView* comparison_ = nullptr;
+    SurpriseView* surprise_ = nullptr;
     BatchingInspector* inspector_ = nullptr;
     LabView* lab_ = nullptr;
     QDockWidget* params_dock_ = nullptr;
