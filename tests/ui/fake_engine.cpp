@@ -145,12 +145,21 @@ RequestId FakeEngine::submit(Request request, std::shared_ptr<RequestSink> sink)
     Row row;
     row.id = next_id_++;
     const int64_t n = request.params.max_new_tokens.value_or(settings_.default_new_tokens);
-    row.tokens = script(script_key(request), request.adapter, n);
+    // A blend is scripted as an adapter of its own, so that its column differs from the others.
+    const std::string scripted_adapter = request.merge ? merge_name(*request.merge) : request.adapter;
+    row.tokens = script(script_key(request), scripted_adapter, n);
     submitted_.push_back(request);
     row.request = std::move(request);
     row.sink = std::move(sink);
     row.submitted = std::chrono::steady_clock::now();
     const RequestId id = row.id;
+    if (row.request.merge)
+        for (const std::string& name : row.request.merge->ids)
+            if (!adapters_.count(name)) {
+                Row failed = std::move(row);
+                finish(failed, FinishReason::Error, "unknown adapter '" + name + "' in the merge");
+                return id;
+            }
     if (!row.request.adapter.empty() && !adapters_.count(row.request.adapter)) {
         Row failed = std::move(row);
         finish(failed, FinishReason::Error, "unknown adapter '" + failed.request.adapter + "'");

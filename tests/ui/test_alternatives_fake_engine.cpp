@@ -1,7 +1,11 @@
 // Issue 32 in the window, against the fake engine: each token's alternatives on hover in the
 // comparison columns and the board's detail pane, and the fork a click on one submits.
 #include <QHelpEvent>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QLineEdit>
+#include <QSlider>
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -12,6 +16,7 @@
 #include <QtTest>
 
 #include "common/theme.h"
+#include "compare/blend_panel.h"
 #include "compare/comparison_view.h"
 #include "compare/surprise_view.h"
 #include "compare/token_stream_view.h"
@@ -41,7 +46,7 @@ void hover(QWidget* w, const QPoint& pos) {
 class AlternativesFakeEngineTest : public QObject {
     Q_OBJECT
     QTemporaryDir dir_;
-    QString model_, adapter_a_;
+    QString model_, adapter_a_, adapter_b_;
     test::FakeEngineSettings settings_;
     std::shared_ptr<std::vector<test::FakeEngine*>> engines_ = std::make_shared<std::vector<test::FakeEngine*>>();
 
@@ -62,15 +67,19 @@ class AlternativesFakeEngineTest : public QObject {
     }
 
     // A loaded window with adapter lora-a and one finished comparison of base and lora-a.
-    std::unique_ptr<MainWindow> comparedWindow() {
+    std::unique_ptr<MainWindow> comparedWindow(bool both_adapters = false) {
         auto w = makeWindow();
         if (!test::load_through_panel(*w, model_, 5000)) return nullptr;
         w->addAdapter(adapter_a_);
+        if (both_adapters) w->addAdapter(adapter_b_);
+        const int adapters = both_adapters ? 2 : 1;
         QElapsedTimer clock;
         clock.start();
-        while (w->adapterModel()->readyNames().size() < 1 && clock.elapsed() < 5000) QTest::qWait(10);
+        while (w->adapterModel()->readyNames().size() < adapters && clock.elapsed() < 5000) QTest::qWait(10);
         w->composer()->setText(QStringLiteral("what if it said"));
-        w->composer()->setSelectedTargets({QString(), QStringLiteral("lora-a")});
+        QStringList targets{QString(), QStringLiteral("lora-a")};
+        if (both_adapters) targets << QStringLiteral("lora-b");
+        w->composer()->setSelectedTargets(targets);
         QSignalSpy all(w->requestModel(), &RequestTableModel::allFinished);
         if (w->compareTargets() <= 0 || !all.wait(10000)) return nullptr;
         return w;
@@ -88,6 +97,7 @@ private Q_SLOTS:
         QVERIFY(dir_.isValid());
         model_ = test::makeFakeModelDir(dir_.path(), QStringLiteral("tiny"));
         adapter_a_ = test::makeFakeAdapterDir(dir_.path(), QStringLiteral("lora-a"));
+        adapter_b_ = test::makeFakeAdapterDir(dir_.path(), QStringLiteral("lora-b"));
     }
     void init() { settings_ = {}; }
 
@@ -280,6 +290,55 @@ private Q_SLOTS:
         QCOMPARE(*sent.prompt, std::string("The house"));
         QCOMPARE(*sent.target, std::string("Das Haus"));
         QCOMPARE(view->columnView(1)->tooltipFor(1).contains(QStringLiteral("Haus")), true);
+    }
+
+    void theBlendSlidersRegenerateTheBlendColumn() {
+        auto w = comparedWindow(true);
+        QVERIFY(w);
+        ComparisonView* view = w->comparisonView();
+        QCOMPARE(view->columnCount(), 3);
+        const int group = view->currentGroup();
+        w->showTab(MainWindow::Tab::Compare);
+        view->blendToggle()->setChecked(true);
+        BlendPanel* blend = view->blendPanel();
+        QVERIFY(blend->isVisible());
+        QVERIFY(blend->adapterCheck(QStringLiteral("lora-a")) && blend->adapterCheck(QStringLiteral("lora-b")));
+        QSignalSpy rows(w->requestModel(), &QAbstractItemModel::rowsInserted);
+        blend->adapterCheck(QStringLiteral("lora-a"))->setChecked(true);
+        QTest::qWait(600);
+        QCOMPARE(rows.count(), 0);   // one adapter is no blend
+        blend->adapterCheck(QStringLiteral("lora-b"))->setChecked(true);
+        blend->weightSlider(QStringLiteral("lora-a"))->setValue(70);
+        blend->weightSlider(QStringLiteral("lora-b"))->setValue(30);
+        blend->strategyBox()->setCurrentIndex(1);   // ties
+        blend->densityBox()->setValue(0.5);
+        QVERIFY(rows.wait(3000));   // once the controls rest
+        QTest::qWait(500);
+        QCOMPARE(rows.count(), 1);  // one request for all those changes
+        const Request sent = engines_->back()->submitted().back();
+        QVERIFY(sent.merge);
+        QCOMPARE(sent.merge->ids, (std::vector<std::string>{"lora-a", "lora-b"}));
+        QCOMPARE(sent.merge->weights, (std::vector<double>{0.7, 0.3}));
+        QCOMPARE(sent.merge->strategy, MergeStrategy::Ties);
+        QCOMPARE(sent.merge->density, 0.5);
+        QCOMPARE(*sent.prompt, std::string("what if it said"));
+        QVERIFY(sent.adapter.empty());
+        QCOMPARE(sent.params.top_alternatives, w->requestModel()->recordAt(0).params.top_alternatives);
+        QTRY_COMPARE_WITH_TIMEOUT(view->columnCount(), 4, 3000);
+        QVERIFY2(view->columnTitle(3).contains(QStringLiteral("merge:ties")), qPrintable(view->columnTitle(3)));
+        QTRY_COMPARE_WITH_TIMEOUT(w->requestModel()->unfinishedCount(), 0, 5000);
+        const Ticket first_blend = w->requestModel()->recordAt(3).ticket;
+        QCOMPARE(w->requestModel()->recordAt(3).text,
+                 QString::fromStdString(test::FakeEngine::expected_text("what if it said", merge_name(*sent.merge), 12)));
+        // A new weight regenerates the column: the new blend takes the old one's place.
+        blend->weightSlider(QStringLiteral("lora-b"))->setValue(90);
+        QVERIFY(rows.wait(3000));
+        QCOMPARE(engines_->back()->submitted().back().merge->weights, (std::vector<double>{0.7, 0.9}));
+        QTRY_COMPARE_WITH_TIMEOUT(w->requestModel()->unfinishedCount(), 0, 5000);
+        QCOMPARE(view->columnCount(), 4);
+        QCOMPARE(w->requestModel()->record(first_blend)->compare_group, 0);
+        QCOMPARE(w->requestModel()->recordAt(4).compare_group, group);
+        QVERIFY(view->columnTitle(3).contains(QStringLiteral("0.9")));
     }
 };
 

@@ -1,5 +1,6 @@
 #include "compare/comparison_view.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -9,6 +10,7 @@
 #include <algorithm>
 
 #include "common/theme.h"
+#include "compare/blend_panel.h"
 #include "compare/token_columns.h"
 #include "compare/token_stream_view.h"
 #include "requests/request_table_model.h"
@@ -37,11 +39,22 @@ ComparisonView::ComparisonView(RequestTableModel* model, QWidget* parent) : QWid
     top->addWidget(label);
     top->addWidget(groups_);
     top->addWidget(legend_, 1);
+    blend_toggle_ = new QCheckBox(tr("Blend"), this);
+    blend_toggle_->setAccessibleName(tr("Blend adapters"));
+    blend_toggle_->setToolTip(tr("Add a column for a weighted merge of adapters, regenerated as you move the sliders"));
+    top->addWidget(blend_toggle_);
     layout->addLayout(top);
     prompt_ = new QLabel(this);
     prompt_->setWordWrap(true);
     prompt_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(prompt_);
+    blend_ = new BlendPanel(this);
+    blend_->hide();
+    layout->addWidget(blend_);
+    connect(blend_toggle_, &QCheckBox::toggled, blend_, &QWidget::setVisible);
+    connect(blend_, &BlendPanel::blendChanged, this, [this](const AdapterMerge& merge) {
+        if (group_ > 0 && blend_toggle_->isChecked()) Q_EMIT blendRequested(group_, merge);
+    });
     columns_ = new TokenColumns(tr("Comparison columns"), this);
     layout->addWidget(columns_, 1);
 
@@ -51,6 +64,15 @@ ComparisonView::ComparisonView(RequestTableModel* model, QWidget* parent) : QWid
     connect(model_, &QAbstractItemModel::rowsRemoved, this, [this] { refreshGroups(); rebuildColumns(); });
     connect(model_, &QAbstractItemModel::modelReset, this, [this] { refreshGroups(); rebuildColumns(); });
     refreshGroups();
+}
+
+void ComparisonView::setAdapters(const QStringList& names) { blend_->setAdapters(names); }
+
+void ComparisonView::setBlendTicket(int compare_group, Ticket ticket) {
+    auto it = blend_tickets_.find(compare_group);
+    // The newer blend replaces the older in the comparison; the older stays on the board.
+    if (it != blend_tickets_.end() && it->second != ticket) model_->setCompareGroup(it->second, 0);
+    blend_tickets_[compare_group] = ticket;
 }
 
 void ComparisonView::addPage(QWidget* page, const QString& title) { pages_->addTab(page, title); }

@@ -5,6 +5,7 @@
 #include <QMetaType>
 #include <QString>
 #include <QtGlobal>
+#include <optional>
 #include <vector>
 
 #include "lorascope/engine.h"
@@ -56,6 +57,7 @@ struct SubmittedRequest {
     // What a fork from this request needs to ask again (ui/requests/request_fork.h).
     GenerationParams params;
     std::vector<int64_t> input_ids;   // the request's ready ids, when it was sent as ids
+    std::optional<AdapterMerge> merge;   // a blend; `adapter` then holds its merge_name
 };
 
 }  // namespace lorascope::ui

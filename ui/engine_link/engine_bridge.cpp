@@ -125,7 +125,8 @@ Ticket EngineBridge::submit(Request request, int compare_group) {
     info.ticket = ticket;
     info.client_id = qs(request.client_id);
     info.prompt = request.prompt ? qs(*request.prompt) : QString();
-    info.adapter = qs(request.adapter);
+    info.adapter = request.merge ? qs(merge_name(*request.merge)) : qs(request.adapter);
+    info.merge = request.merge;
     info.compare_group = compare_group;
     info.params = request.params;
     info.input_ids = request.input_ids;

@@ -35,11 +35,24 @@ ForkPlan planFork(const RequestRecord& from, int position, const TokenAlternativ
     ids.push_back(choice.token_id);
     continued += QString::fromStdString(choice.text);
     plan.request.input_ids = std::move(ids);
-    plan.request.adapter = from.adapter.toStdString();
+    plan.request.merge = from.merge;
+    if (!from.merge) plan.request.adapter = from.adapter.toStdString();
     plan.request.params = from.params;
     plan.origin = QStringLiteral("%1 @ token %2").arg(from.client_id).arg(position + 1);
     plan.prompt = continued;
     return plan;
+}
+
+std::optional<Request> blendOf(const std::vector<const RequestRecord*>& group, const AdapterMerge& merge) {
+    for (const RequestRecord* r : group) {
+        if (!r || !r->forked_from.isEmpty() || r->merge || !r->input_ids.empty()) continue;
+        Request blend;
+        blend.prompt = r->prompt.toStdString();
+        blend.params = r->params;
+        blend.merge = merge;
+        return blend;
+    }
+    return std::nullopt;
 }
 
 void askForPromptTokens(Request& request, bool encoder_decoder) {

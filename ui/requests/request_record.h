@@ -34,6 +34,7 @@ struct RequestRecord {
     // and the prompt's tokens once the engine scored them (params.prompt_logprobs).
     GenerationParams params;
     std::vector<int64_t> input_ids;
+    std::optional<AdapterMerge> merge;   // a blend of adapters (then `adapter` is its merge_name)
     std::vector<PromptTokenLogprob> prompt_logprobs;
     QString forked_from;             // "" or "<client id> @ token N" for a fork
 

@@ -135,6 +135,7 @@ void RequestTableModel::addRequest(const SubmittedRequest& request) {
     r.compare_group = request.compare_group;
     r.params = request.params;
     r.input_ids = request.input_ids;
+    r.merge = request.merge;
     r.since_submit.start();
     const int row = int(records_.size());
     beginInsertRows({}, row, row);
@@ -148,6 +149,13 @@ void RequestTableModel::setForkedFrom(Ticket ticket, const QString& origin, cons
     if (it == row_of_.end()) return;
     records_[size_t(it->second)].forked_from = origin;
     records_[size_t(it->second)].prompt = prompt;
+    Q_EMIT dataChanged(index(it->second, 0), index(it->second, ColumnCount - 1));
+}
+
+void RequestTableModel::setCompareGroup(Ticket ticket, int compare_group) {
+    auto it = row_of_.find(ticket);
+    if (it == row_of_.end()) return;
+    records_[size_t(it->second)].compare_group = compare_group;
     Q_EMIT dataChanged(index(it->second, 0), index(it->second, ColumnCount - 1));
 }
 

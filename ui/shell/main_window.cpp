@@ -216,6 +216,8 @@ void MainWindow::connectPanels() {
     connect(board_, &RequestBoard::exportRequested, this, &MainWindow::exportResults);
     connect(board_, &RequestBoard::forkRequested, this, &MainWindow::forkRequest);
     connect(comparison_, &ComparisonView::forkRequested, this, &MainWindow::forkRequest);
+    connect(adapters_, &AdapterListModel::readyNamesChanged, comparison_, &ComparisonView::setAdapters);
+    connect(comparison_, &ComparisonView::blendRequested, this, &MainWindow::blendComparison);
     connect(inspector_, &BatchingInspector::pauseToggled, pause_, &QAction::setChecked);
     connect(inspector_, &BatchingInspector::stepRequested, bridge_, &EngineBridge::stepOnce);
     connect(adapters_, &AdapterListModel::readyNamesChanged, lab_, &LabView::setAdapterNames);
@@ -374,6 +376,18 @@ Ticket MainWindow::forkRequest(Ticket from, int position, const TokenAlternative
     // In the comparison of its origin, so that the fork streams beside the columns it came from.
     const Ticket ticket = bridge_->submit(std::move(plan.request), record->compare_group);
     if (ticket) requests_->setForkedFrom(ticket, plan.origin, plan.prompt);
+    refreshStatus();
+    return ticket;
+}
+
+Ticket MainWindow::blendComparison(int compare_group, const AdapterMerge& merge) {
+    std::vector<const RequestRecord*> group;
+    for (Ticket t : requests_->ticketsInGroup(compare_group)) group.push_back(requests_->record(t));
+    std::optional<Request> blend = blendOf(group, merge);
+    if (!blend || !bridge_->hasEngine()) return 0;
+    askForPromptTokens(*blend, bridge_->modelConfig()->is_encoder_decoder());
+    const Ticket ticket = bridge_->submit(std::move(*blend), compare_group);
+    if (ticket) comparison_->setBlendTicket(compare_group, ticket);
     refreshStatus();
     return ticket;
 }

@@ -83,6 +83,8 @@ public:
     // Continues request `from` with `choice` forced at generated token `position` (a new row, in
     // the same comparison when `from` is in one); the fork's ticket, or 0 (refused, reported).
     Ticket forkRequest(Ticket from, int position, const TokenAlternative& choice);
+    // Generates comparison `compare_group`'s blend column under `merge` (replacing an earlier one).
+    Ticket blendComparison(int compare_group, const AdapterMerge& merge);
     void cancelSelectedOrLoad();
     void saveSettings();
 
