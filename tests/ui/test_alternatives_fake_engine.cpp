@@ -212,6 +212,8 @@ private Q_SLOTS:
         QCOMPARE(sent.params.top_alternatives, origin.params.top_alternatives);
         QCOMPARE(sent.params.max_new_tokens, origin.params.max_new_tokens);
         QTRY_COMPARE_WITH_TIMEOUT(w->comparisonView()->columnCount(), 3, 5000);
+        QVERIFY2(w->comparisonView()->columnTitle(2).contains(QStringLiteral("fork of ") + origin.client_id),
+                 qPrintable(w->comparisonView()->columnTitle(2)));
         QVERIFY(fork.prompt.endsWith(QString::fromStdString(origin.tokens[4].alternatives[2].text)));
     }
 

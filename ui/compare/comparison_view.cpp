@@ -114,6 +114,10 @@ void ComparisonView::showGroup(int compare_group) {
     rebuildColumns();
 }
 
+QString ComparisonView::titleOf(const RequestRecord& r) {
+    return r.forked_from.isEmpty() ? r.adapterLabel() : tr("%1 · fork of %2").arg(r.adapterLabel(), r.forked_from);
+}
+
 int ComparisonView::columnCount() const { return columns_->count(); }
 TokenStreamView* ComparisonView::columnView(int i) const { return columns_->at(i).view; }
 QString ComparisonView::columnTitle(int i) const { return columns_->at(i).title->text(); }
@@ -123,7 +127,7 @@ void ComparisonView::rebuildColumns() {
     for (Ticket t : model_->ticketsInGroup(group_)) {
         const RequestRecord* r = model_->record(t);
         if (!r) continue;
-        auto& c = columns_->add(t, r->adapterLabel(), tr("Tokens from %1").arg(r->adapterLabel()));
+        auto& c = columns_->add(t, titleOf(*r), tr("Tokens from %1").arg(r->adapterLabel()));
         connect(c.view, &TokenStreamView::alternativeChosen, this,
                 [this, t](int position, const TokenAlternative& choice) { Q_EMIT forkRequested(t, position, choice); });
     }
@@ -148,6 +152,7 @@ void ComparisonView::refresh() {
         const RequestRecord* r = model_->record(c.ticket);
         if (!r) continue;
         const bool is_reference = r == reference;
+        TokenColumns::setTitle(c, titleOf(*r));   // a fork learns its origin after its column exists
         c.view->setTokens(r->tokens, is_reference || !reference ? nullptr : &reference->tokens);
         QString stats = tr("%1 · %2 tokens").arg(statusLabel(r->status)).arg(r->generatedTokens());
         if (is_reference) stats += tr(" · reference");

@@ -20,6 +20,7 @@ namespace lorascope::ui {
 
 class BlendPanel;
 class RequestTableModel;
+struct RequestRecord;
 class TokenColumns;
 class TokenStreamView;
 
@@ -56,6 +57,7 @@ protected:
 
 private:
     void rebuildColumns();
+    static QString titleOf(const RequestRecord& r);
     void refreshLegend();
     void refreshGroups();
     RequestTableModel* model_;

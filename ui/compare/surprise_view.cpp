@@ -47,10 +47,9 @@ SurpriseView::SurpriseView(RequestTableModel* model, EngineBridge* bridge, QWidg
     form->addWidget(source_label, 1, 0);
     form->addWidget(source_, 1, 1);
     layout->addLayout(form);
-    status_ = new QLabel(
-        tr("Each token shaded by its log-probability under each target: deeper = more surprising (full from %1)")
-            .arg(double(TokenStreamView::kSurpriseFloor), 0, 'f', 0),
-        this);
+    legend_ = tr("Each token shaded by its log-probability under each target: deeper = more surprising (full from %1)")
+                  .arg(double(TokenStreamView::kSurpriseFloor), 0, 'f', 0);
+    status_ = new QLabel(legend_, this);
     status_->setWordWrap(true);
     layout->addWidget(status_);
     columns_ = new TokenColumns(tr("Surprise columns"), this);
@@ -121,9 +120,11 @@ void SurpriseView::modelChanged() {
 }
 
 void SurpriseView::refresh() {
+    bool all_finished = true;
     for (auto& c : columns_->columns()) {
         const RequestRecord* r = model_->record(c.ticket);
         if (!r) continue;
+        all_finished = all_finished && r->finished();
         c.view->setTokens(shadedTokens(r->prompt_logprobs), nullptr);
         double sum = 0;
         int scored = 0;
@@ -139,6 +140,7 @@ void SurpriseView::refresh() {
                                   .arg(sum, 0, 'f', 2)
                                   .arg(scored ? sum / scored : 0.0, 0, 'f', 3));
     }
+    if (all_finished && columns_->count()) status_->setText(legend_);
 }
 
 }  // namespace lorascope::ui

@@ -53,6 +53,7 @@ private:
     QLineEdit* source_ = nullptr;
     QPushButton* score_ = nullptr;
     QLabel* status_ = nullptr;
+    QString legend_;
     TokenColumns* columns_ = nullptr;
 };
 

@@ -28,6 +28,7 @@ public:
     // A new column at the right: `title` in bold, the view named `view_name` for screen readers.
     Column& add(Ticket ticket, const QString& title, const QString& view_name);
     void clear();
+    static void setTitle(Column& column, const QString& title);   // bold, breakable after commas
     std::vector<Column>& columns() { return columns_; }
     const std::vector<Column>& columns() const { return columns_; }
     int count() const { return int(columns_.size()); }
