@@ -14,6 +14,24 @@ uint64_t fnv(const std::string& s, uint64_t h = 1469598103934665603ull) {
     for (unsigned char c : s) { h ^= c; h *= 1099511628211ull; }
     return h;
 }
+// What a request's tokens are scripted from: its prompt, or its ready ids written out.
+std::string script_key(const Request& r) {
+    if (r.prompt) return *r.prompt;
+    std::string key;
+    for (int64_t id : r.input_ids) key += (key.empty() ? "" : " ") + std::to_string(id);
+    return key;
+}
+std::vector<std::string> words_of(const std::string& text) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t end = text.find(' ', start + 1);
+        if (end == std::string::npos) end = text.size();
+        out.push_back(text.substr(start, end - start));
+        start = end;
+    }
+    return out;
+}
 int64_t prompt_tokens(const Request& r) {
     if (!r.prompt) return int64_t(r.input_ids.size());
     return 1 + int64_t(std::count(r.prompt->begin(), r.prompt->end(), ' '));
@@ -37,6 +55,37 @@ std::string FakeEngine::expected_text(const std::string& prompt, const std::stri
     return text;
 }
 
+std::vector<TokenAlternative> FakeEngine::alternatives_of(int64_t id, float logprob, bool leading_space, int64_t k) {
+    std::vector<TokenAlternative> out;
+    for (int64_t j = 0; j < k; ++j) {
+        const int64_t alt = (id + j * 5) % 16;
+        out.push_back({alt, logprob - (j ? 0.3f + 0.6f * float(j) : 0.0f), std::string(leading_space ? " " : "") + kWords[alt]});
+    }
+    return out;
+}
+
+std::vector<PromptTokenLogprob> FakeEngine::prompt_logprobs_of(const Request& request, bool causal) {
+    std::vector<PromptTokenLogprob> out;
+    const std::string text = causal ? request.prompt.value_or("") : request.target.value_or("");
+    std::vector<std::string> words = words_of(text);
+    if (causal && !request.prompt)
+        for (int64_t id : request.input_ids) words.push_back(std::to_string(id));
+    for (size_t i = 0; i < words.size(); ++i) {
+        const uint64_t h = fnv(request.adapter, fnv(words[i]));
+        PromptTokenLogprob t;
+        t.token_id = !causal || request.prompt ? int64_t(fnv(words[i]) % 16) : request.input_ids[i];
+        t.text = words[i];
+        if (!causal || i > 0) t.logprob = -float(h % 120) / 17.0f;
+        out.push_back(t);
+    }
+    return out;
+}
+
+std::vector<Request> FakeEngine::submitted() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return submitted_;
+}
+
 std::unique_ptr<Engine> FakeEngine::create(const EngineOptions& options, FakeEngineSettings settings) {
     namespace fs = std::filesystem;
     if (!fs::is_directory(options.model_dir))
@@ -58,7 +107,14 @@ FakeEngine::FakeEngine(const EngineOptions& options, FakeEngineSettings settings
     t5.num_layers = t5.num_decoder_layers = 2;
     t5.num_heads = 4;
     model_config_.arch = t5;
-    if (settings.bart_positions > 0) {
+    if (settings.causal) {
+        BloomConfig bloom;
+        bloom.vocab_size = 16;
+        model_config_.family = Family::Bloom;
+        model_config_.model_type = "bloom";
+        model_config_.name_or_path = "fake-bloom";
+        model_config_.arch = bloom;
+    } else if (settings.bart_positions > 0) {
         BartConfig bart;
         bart.vocab_size = 16;
         bart.max_position_embeddings = settings.bart_positions;
@@ -89,11 +145,21 @@ RequestId FakeEngine::submit(Request request, std::shared_ptr<RequestSink> sink)
     Row row;
     row.id = next_id_++;
     const int64_t n = request.params.max_new_tokens.value_or(settings_.default_new_tokens);
-    row.tokens = script(request.prompt.value_or(""), request.adapter, n);
+    // A blend is scripted as an adapter of its own, so that its column differs from the others.
+    const std::string scripted_adapter = request.merge ? merge_name(*request.merge) : request.adapter;
+    row.tokens = script(script_key(request), scripted_adapter, n);
+    submitted_.push_back(request);
     row.request = std::move(request);
     row.sink = std::move(sink);
     row.submitted = std::chrono::steady_clock::now();
     const RequestId id = row.id;
+    if (row.request.merge)
+        for (const std::string& name : row.request.merge->ids)
+            if (!adapters_.count(name)) {
+                Row failed = std::move(row);
+                finish(failed, FinishReason::Error, "unknown adapter '" + name + "' in the merge");
+                return id;
+            }
     if (!row.request.adapter.empty() && !adapters_.count(row.request.adapter)) {
         Row failed = std::move(row);
         finish(failed, FinishReason::Error, "unknown adapter '" + failed.request.adapter + "'");
@@ -175,11 +241,15 @@ void FakeEngine::finish(Row& row, FinishReason reason, const std::string& error)
     e.id = row.id;
     e.reason = reason;
     e.error = error;
+    const int64_t k = row.request.params.top_alternatives.value_or(0);
     for (size_t i = 0; i < row.produced && reason != FinishReason::Error; ++i) {
         e.text += row.tokens[i].text;
         e.token_ids.push_back(row.tokens[i].id);
         e.logprobs.push_back(row.tokens[i].logprob);
+        if (k > 0) e.alternatives.push_back(alternatives_of(row.tokens[i].id, row.tokens[i].logprob, i > 0, k));
     }
+    if (row.request.params.prompt_logprobs.value_or(false) && reason != FinishReason::Error)
+        e.prompt_logprobs = prompt_logprobs_of(row.request, settings_.causal);
     e.usage.prompt_tokens = prompt_tokens(row.request);
     e.usage.generated_tokens = int64_t(row.produced);
     const auto now = std::chrono::steady_clock::now();
@@ -242,6 +312,8 @@ void FakeEngine::run() {
                 const Token& t = row.tokens[row.produced++];
                 if (row.produced == 1) row.first_token = std::chrono::steady_clock::now();
                 TokenEvent e{row.id, t.id, t.text, t.logprob, false, {}, {}};
+                if (const int64_t k = row.request.params.top_alternatives.value_or(0); k > 0)
+                    e.alternatives = alternatives_of(t.id, t.logprob, row.produced > 1, k);
                 row.sink->on_token(e);
             }
         }

@@ -21,6 +21,7 @@ struct FakeEngineSettings {
     int64_t bart_positions = 0;    // > 0: a BART config with these learned positions (none: T5's relative ones)
     int64_t fail_after_tokens = 0; // > 0: every request fails after streaming this many tokens, its finish
                                    // carrying no text (as an engine error does)
+    bool causal = false;           // a decoder-only (BLOOM) config instead of T5's
 };
 
 class FakeEngine : public Engine {
@@ -45,6 +46,14 @@ public:
     const GenerationConfig& generation_config() const override { return generation_config_; }
 
     int64_t steps_run() const { return steps_run_.load(); }
+    std::vector<Request> submitted() const;   // every request taken, in order
+
+    // params.top_alternatives: k alternatives, the chosen token first (it is the most likely),
+    // then neighbours in the vocabulary, less likely each.
+    static std::vector<TokenAlternative> alternatives_of(int64_t id, float logprob, bool leading_space, int64_t k);
+    // params.prompt_logprobs: a word per prompt token (decoder-only: the prompt, its first token
+    // without a logprob; encoder-decoder: Request::target), each scored by its word and adapter.
+    static std::vector<PromptTokenLogprob> prompt_logprobs_of(const Request& request, bool causal);
 
     // What the fake generates for a prompt and adapter: tokens shared by every adapter, with
     // every third one depending on the adapter, so comparison columns differ in places.
@@ -76,6 +85,7 @@ private:
     std::vector<Row> running_;
     std::map<std::string, AdapterInfo> adapters_;
     std::vector<RequestId> cancel_requests_;
+    std::vector<Request> submitted_;
     std::function<void(const StepStats&)> listener_;
     bool paused_ = false;
     int step_permits_ = 0;

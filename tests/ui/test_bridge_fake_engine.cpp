@@ -46,7 +46,7 @@ private Q_SLOTS:
         connect(bridge.get(), &EngineBridge::drained, [&](const DrainBatch& b) {
             ++ticks;
             if (QThread::currentThread() != QCoreApplication::instance()->thread()) off_gui_thread = true;
-            for (const auto& t : b.tokens) streamed[t.ticket] += t.text;
+            for (const auto& t : b.tokens) streamed[t.ticket] += t.token.text;
             for (const auto& f : b.finishes) final_text[f.ticket] = QString::fromStdString(f.event.text);
         });
         QElapsedTimer clock;

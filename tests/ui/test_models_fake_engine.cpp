@@ -139,7 +139,7 @@ private Q_SLOTS:
         r.status = RequestStatus::Finished;
         r.text = QStringLiteral("hello | world");
         r.finish_reason = QStringLiteral("eos");
-        r.tokens = {{5, QStringLiteral("hello"), -0.5f, false}, {6, QStringLiteral(" | world"), -1.0f, false}};
+        r.tokens = {{5, QStringLiteral("hello"), -0.5f, false, {}}, {6, QStringLiteral(" | world"), -1.0f, false, {}}};
         const QByteArray jsonl = resultsToJsonLines({r});
         const QJsonObject o = QJsonDocument::fromJson(jsonl.trimmed()).object();
         QCOMPARE(o.value(QStringLiteral("text")).toString(), r.text);

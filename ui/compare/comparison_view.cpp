@@ -1,22 +1,32 @@
 #include "compare/comparison_view.h"
 
+#include <QCheckBox>
 #include <QComboBox>
-#include <QFrame>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QScrollArea>
+#include <QTabWidget>
 #include <QEvent>
 #include <QVBoxLayout>
 #include <algorithm>
 
 #include "common/theme.h"
+#include "compare/blend_panel.h"
+#include "compare/token_columns.h"
 #include "compare/token_stream_view.h"
 #include "requests/request_table_model.h"
 
 namespace lorascope::ui {
 
 ComparisonView::ComparisonView(RequestTableModel* model, QWidget* parent) : QWidget(parent), model_(model) {
-    auto* layout = new QVBoxLayout(this);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    pages_ = new QTabWidget(this);
+    pages_->setAccessibleName(tr("Comparison pages"));
+    pages_->setDocumentMode(true);
+    outer->addWidget(pages_);
+    auto* generations = new QWidget(pages_);
+    pages_->addTab(generations, tr("Generations"));
+    auto* layout = new QVBoxLayout(generations);
     auto* top = new QHBoxLayout;
     auto* label = new QLabel(tr("Comparison"), this);
     groups_ = new QComboBox(this);
@@ -29,19 +39,24 @@ ComparisonView::ComparisonView(RequestTableModel* model, QWidget* parent) : QWid
     top->addWidget(label);
     top->addWidget(groups_);
     top->addWidget(legend_, 1);
+    blend_toggle_ = new QCheckBox(tr("Blend"), this);
+    blend_toggle_->setAccessibleName(tr("Blend adapters"));
+    blend_toggle_->setToolTip(tr("Add a column for a weighted merge of adapters, regenerated as you move the sliders"));
+    top->addWidget(blend_toggle_);
     layout->addLayout(top);
     prompt_ = new QLabel(this);
     prompt_->setWordWrap(true);
     prompt_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(prompt_);
-    auto* scroll = new QScrollArea(this);
-    scroll->setWidgetResizable(true);
-    scroll->setAccessibleName(tr("Comparison columns"));
-    columns_host_ = new QWidget(scroll);
-    columns_layout_ = new QHBoxLayout(columns_host_);
-    columns_layout_->setAlignment(Qt::AlignTop);
-    scroll->setWidget(columns_host_);
-    layout->addWidget(scroll, 1);
+    blend_ = new BlendPanel(this);
+    blend_->hide();
+    layout->addWidget(blend_);
+    connect(blend_toggle_, &QCheckBox::toggled, blend_, &QWidget::setVisible);
+    connect(blend_, &BlendPanel::blendChanged, this, [this](const AdapterMerge& merge) {
+        if (group_ > 0 && blend_toggle_->isChecked()) Q_EMIT blendRequested(group_, merge);
+    });
+    columns_ = new TokenColumns(tr("Comparison columns"), this);
+    layout->addWidget(columns_, 1);
 
     connect(groups_, qOverload<int>(&QComboBox::activated), this, [this](int i) { showGroup(groups_->itemData(i).toInt()); });
     connect(model_, &QAbstractItemModel::dataChanged, this, &ComparisonView::refresh);
@@ -51,10 +66,24 @@ ComparisonView::ComparisonView(RequestTableModel* model, QWidget* parent) : QWid
     refreshGroups();
 }
 
+void ComparisonView::setAdapters(const QStringList& names) { blend_->setAdapters(names); }
+
+void ComparisonView::setBlendTicket(int compare_group, Ticket ticket) {
+    auto it = blend_tickets_.find(compare_group);
+    // The newer blend replaces the older in the comparison; the older stays on the board.
+    if (it != blend_tickets_.end() && it->second != ticket) model_->setCompareGroup(it->second, 0);
+    blend_tickets_[compare_group] = ticket;
+}
+
+void ComparisonView::addPage(QWidget* page, const QString& title) { pages_->addTab(page, title); }
+
+void ComparisonView::showPage(QWidget* page) { pages_->setCurrentWidget(page); }
+void ComparisonView::showGenerations() { pages_->setCurrentIndex(0); }
+
 void ComparisonView::refreshLegend() {
     legend_->setText(tr("<span style='background:%1; color:%2'>&nbsp;highlighted&nbsp;</span> token differs from the "
                         "reference column (the base model, else the first) at the same position; hover a token for "
-                        "its logprob")
+                        "its alternatives (click one to continue from it) or its logprob")
                          .arg(differHighlight(palette()).name(), palette().color(QPalette::Text).name()));
 }
 
@@ -85,36 +114,24 @@ void ComparisonView::showGroup(int compare_group) {
     rebuildColumns();
 }
 
-QString ComparisonView::columnTitle(int i) const { return columns_.at(size_t(i)).title->text(); }
+QString ComparisonView::titleOf(const RequestRecord& r) {
+    return r.forked_from.isEmpty() ? r.adapterLabel() : tr("%1 · fork of %2").arg(r.adapterLabel(), r.forked_from);
+}
+
+int ComparisonView::columnCount() const { return columns_->count(); }
+TokenStreamView* ComparisonView::columnView(int i) const { return columns_->at(i).view; }
+QString ComparisonView::columnTitle(int i) const { return columns_->at(i).title->text(); }
 
 void ComparisonView::rebuildColumns() {
-    for (auto& c : columns_) delete c.frame;
-    columns_.clear();
+    columns_->clear();
     for (Ticket t : model_->ticketsInGroup(group_)) {
         const RequestRecord* r = model_->record(t);
         if (!r) continue;
-        Column c;
-        c.ticket = t;
-        auto* frame = new QFrame(columns_host_);
-        frame->setFrameShape(QFrame::StyledPanel);
-        auto* v = new QVBoxLayout(frame);
-        c.title = new QLabel(QStringLiteral("<b>%1</b>").arg(r->adapterLabel().toHtmlEscaped()), frame);
-        c.stats = new QLabel(frame);
-        // Wrapped, so that a column's width is not its status line's: four columns (the demo's base
-        // and three adapters) fit the default 1280 px window.
-        c.title->setWordWrap(true);
-        c.stats->setWordWrap(true);
-        c.view = new TokenStreamView(frame);
-        c.view->setAccessibleName(tr("Tokens from %1").arg(r->adapterLabel()));
-        v->addWidget(c.title);
-        v->addWidget(c.stats);
-        v->addWidget(c.view);
-        v->addStretch(1);
-        c.frame = frame;
-        columns_layout_->addWidget(frame, 1);
-        columns_.push_back(c);
+        auto& c = columns_->add(t, titleOf(*r), tr("Tokens from %1").arg(r->adapterLabel()));
+        connect(c.view, &TokenStreamView::alternativeChosen, this,
+                [this, t](int position, const TokenAlternative& choice) { Q_EMIT forkRequested(t, position, choice); });
     }
-    const RequestRecord* first = columns_.empty() ? nullptr : model_->record(columns_.front().ticket);
+    const RequestRecord* first = columns_->count() ? model_->record(columns_->at(0).ticket) : nullptr;
     prompt_->setText(first ? tr("<b>Prompt:</b> %1").arg(first->prompt.toHtmlEscaped()) : QString());
     refresh();
 }
@@ -126,15 +143,16 @@ void ComparisonView::refresh() {
         for (const auto& r : model_->records()) newest = qMax(newest, r.compare_group);
         if (newest) { showGroup(newest); return; }
     }
-    if (columns_.size() != model_->ticketsInGroup(group_).size()) { rebuildColumns(); return; }
+    if (columns_->columns().size() != model_->ticketsInGroup(group_).size()) { rebuildColumns(); return; }
     const RequestRecord* reference = nullptr;
-    for (const auto& c : columns_)
+    for (const auto& c : columns_->columns())
         if (const RequestRecord* r = model_->record(c.ticket); r && r->adapter.isEmpty()) reference = r;
-    if (!reference && !columns_.empty()) reference = model_->record(columns_.front().ticket);
-    for (auto& c : columns_) {
+    if (!reference && columns_->count()) reference = model_->record(columns_->at(0).ticket);
+    for (auto& c : columns_->columns()) {
         const RequestRecord* r = model_->record(c.ticket);
         if (!r) continue;
         const bool is_reference = r == reference;
+        TokenColumns::setTitle(c, titleOf(*r));   // a fork learns its origin after its column exists
         c.view->setTokens(r->tokens, is_reference || !reference ? nullptr : &reference->tokens);
         QString stats = tr("%1 · %2 tokens").arg(statusLabel(r->status)).arg(r->generatedTokens());
         if (is_reference) stats += tr(" · reference");

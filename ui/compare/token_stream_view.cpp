@@ -3,9 +3,11 @@
 #include <QHelpEvent>
 #include <QPainter>
 #include <QToolTip>
+#include <algorithm>
 #include <cmath>
 
 #include "common/theme.h"
+#include "requests/alternatives_popup.h"
 
 namespace lorascope::ui {
 
@@ -73,7 +75,9 @@ void TokenStreamView::paintEvent(QPaintEvent*) {
     alternate.setAlpha(14);
     for (size_t i = 0; i < tokens_.size() && i < rects_.size(); ++i) {
         const QRect r = rects_[i];
-        if (differs_[i]) p.fillRect(r, differ);
+        if (shading_) {
+            if (!tokens_[i].special) p.fillRect(r, surpriseShade(palette(), tokens_[i].logprob));
+        } else if (differs_[i]) p.fillRect(r, differ);
         else if (i % 2) p.fillRect(r, alternate);   // token boundaries stay visible
         p.setPen(tokens_[i].special ? palette().color(QPalette::PlaceholderText) : palette().color(QPalette::Text));
         p.drawText(r.adjusted(1, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter, shown(tokens_[i]));
@@ -82,6 +86,14 @@ void TokenStreamView::paintEvent(QPaintEvent*) {
         p.setPen(palette().color(QPalette::PlaceholderText));
         p.drawText(rect().adjusted(kPad, kPad, 0, 0), Qt::AlignLeft | Qt::AlignTop, tr("waiting for tokens…"));
     }
+}
+
+QColor TokenStreamView::surpriseShade(const QPalette& palette, float logprob) {
+    // Between the base and the differ highlight, both of which the palette's text reads on.
+    const double t = std::clamp(double(logprob) / double(kSurpriseFloor), 0.0, 1.0);
+    const QColor a = palette.color(QPalette::Base), b = differHighlight(palette);
+    return QColor::fromRgbF(float(a.redF() + (b.redF() - a.redF()) * t), float(a.greenF() + (b.greenF() - a.greenF()) * t),
+                            float(a.blueF() + (b.blueF() - a.blueF()) * t));
 }
 
 int TokenStreamView::tokenAt(const QPoint& pos) const {
@@ -102,15 +114,37 @@ QString TokenStreamView::tooltipFor(int i) const {
         .arg(differs_[size_t(i)] ? tr("\ndiffers from the reference column") : QString());
 }
 
+bool TokenStreamView::showAlternatives(int i) {
+    if (i < 0 || size_t(i) >= tokens_.size() || size_t(i) >= rects_.size() || tokens_[size_t(i)].alternatives.empty())
+        return false;
+    if (!popup_) {
+        popup_ = new AlternativesPopup(this);
+        connect(popup_, &AlternativesPopup::alternativeChosen, this, &TokenStreamView::alternativeChosen);
+    }
+    const QRect r = rects_[size_t(i)];
+    popup_->showToken(tokens_[size_t(i)], i, QRect(mapToGlobal(r.topLeft()), r.size()));
+    return true;
+}
+
 bool TokenStreamView::event(QEvent* e) {
     if (e->type() == QEvent::ToolTip) {
         auto* help = static_cast<QHelpEvent*>(e);
         const int i = tokenAt(help->pos());
-        if (i >= 0) QToolTip::showText(help->globalPos(), tooltipFor(i), this, rects_[size_t(i)]);
-        else QToolTip::hideText();
+        if (showAlternatives(i)) {
+            QToolTip::hideText();
+        } else {
+            if (popup_) popup_->hide();
+            if (i >= 0) QToolTip::showText(help->globalPos(), tooltipFor(i), this, rects_[size_t(i)]);
+            else QToolTip::hideText();
+        }
         return true;
     }
     return QWidget::event(e);
+}
+
+void TokenStreamView::leaveEvent(QEvent* e) {
+    if (popup_) popup_->hideSoon();
+    QWidget::leaveEvent(e);
 }
 
 }  // namespace lorascope::ui

@@ -5,6 +5,7 @@
 #include <QMetaType>
 #include <QString>
 #include <QtGlobal>
+#include <optional>
 #include <vector>
 
 #include "lorascope/engine.h"
@@ -13,12 +14,18 @@ namespace lorascope::ui {
 
 using Ticket = quint64;
 
-struct TokenDelta {
-    Ticket ticket = 0;
+// One generated token as the window keeps it: the bridge hands the request table exactly this.
+struct StreamedToken {
     int64_t token_id = 0;
     QString text;
     float logprob = 0.0f;
     bool special = false;
+    std::vector<TokenAlternative> alternatives;   // params.top_alternatives of them, most likely first
+};
+
+struct TokenDelta {
+    Ticket ticket = 0;
+    StreamedToken token;
 };
 
 struct FinishInfo {
@@ -47,6 +54,10 @@ struct SubmittedRequest {
     QString prompt;
     QString adapter;     // "" = base model
     int compare_group = 0;   // > 0: part of a side-by-side comparison
+    // What a fork from this request needs to ask again (ui/requests/request_fork.h).
+    GenerationParams params;
+    std::vector<int64_t> input_ids;   // the request's ready ids, when it was sent as ids
+    std::optional<AdapterMerge> merge;   // a blend; `adapter` then holds its merge_name
 };
 
 }  // namespace lorascope::ui

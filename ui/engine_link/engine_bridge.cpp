@@ -125,8 +125,11 @@ Ticket EngineBridge::submit(Request request, int compare_group) {
     info.ticket = ticket;
     info.client_id = qs(request.client_id);
     info.prompt = request.prompt ? qs(*request.prompt) : QString();
-    info.adapter = qs(request.adapter);
+    info.adapter = request.merge ? qs(merge_name(*request.merge)) : qs(request.adapter);
+    info.merge = request.merge;
     info.compare_group = compare_group;
+    info.params = request.params;
+    info.input_ids = request.input_ids;
     // The row exists before any event can be drained: drains happen on this thread too.
     adapter_of_[ticket] = info.adapter;
     active_[ticket] = true;
@@ -247,10 +250,8 @@ void EngineBridge::onDrainTimer() {
     for (auto& t : events.tokens) {
         TokenDelta d;
         d.ticket = t.ticket;
-        d.token_id = t.event.token_id;
-        d.text = qs(t.event.text_delta);
-        d.logprob = t.event.logprob;
-        d.special = t.event.special;
+        d.token = {t.event.token_id, qs(t.event.text_delta), t.event.logprob, t.event.special,
+                   std::move(t.event.alternatives)};
         batch.tokens.push_back(std::move(d));
     }
     for (auto& f : events.finishes) {

@@ -67,7 +67,7 @@ ParamsPanel::ParamsPanel(QWidget* parent) : QWidget(parent) {
         else applyPreset(Preset(i));
     });
     auto changed = [this] { updateEnabledState(); refreshPresetShown(); Q_EMIT paramsChanged(); };
-    for (QSpinBox* b : {max_new_, min_new_, top_k_, no_repeat_, beams_, seed_}) connect(b, &QSpinBox::valueChanged, this, changed);
+    for (QSpinBox* b : {max_new_, min_new_, top_k_, no_repeat_, beams_, seed_, alternatives_}) connect(b, &QSpinBox::valueChanged, this, changed);
     for (QDoubleSpinBox* b : {temperature_, top_p_, typical_p_, min_p_, repetition_, length_penalty_})
         connect(b, &QDoubleSpinBox::valueChanged, this, changed);
     for (QCheckBox* b : {do_sample_, fixed_seed_, ignore_eos_, logprobs_}) connect(b, &QCheckBox::toggled, this, changed);
@@ -110,6 +110,10 @@ void ParamsPanel::createControls() {
     logprobs_ = new QCheckBox(tr("Logprobs"), this);
     logprobs_->setToolTip(tr("Report each token's log-probability (shown on hover in the comparison view)"));
     logprobs_->setAccessibleName(tr("Report log-probabilities"));
+    alternatives_ = intBox(0, int(kMaxTopAlternatives), tr("Alternatives per token"), this);
+    alternatives_->setSpecialValueText(tr("off"));
+    alternatives_->setToolTip(tr("The most likely tokens at each generated position, shown when you hover a token "
+                                 "(not with beam search)"));
 
 }
 
@@ -139,6 +143,7 @@ void ParamsPanel::addRows(QFormLayout* form) {
     form->addRow(tr("Seed"), seed_row);
     form->addRow(QString(), ignore_eos_);
     form->addRow(QString(), logprobs_);
+    form->addRow(tr("Alternatives"), alternatives_);
 }
 
 ParamsPanel::Values ParamsPanel::valuesFrom(const GenerationConfig& c) {
@@ -198,6 +203,7 @@ ParamsPanel::Values ParamsPanel::values() const {
     v.seed = seed_->value();
     v.ignore_eos = ignore_eos_->isChecked();
     v.logprobs = logprobs_->isChecked();
+    v.alternatives = alternatives_->value();
     return v;
 }
 
@@ -221,6 +227,7 @@ void ParamsPanel::setValues(const Values& v) {
     seed_->setValue(int(v.seed));
     ignore_eos_->setChecked(v.ignore_eos);
     logprobs_->setChecked(v.logprobs);
+    alternatives_->setValue(int(v.alternatives));
     updateEnabledState();
     refreshPresetShown();
     Q_EMIT paramsChanged();
@@ -288,6 +295,7 @@ void ParamsPanel::updateEnabledState() {
     const bool beams = beams_->value() > 1;
     length_penalty_->setEnabled(beams);
     early_stopping_->setEnabled(beams);
+    alternatives_->setEnabled(!beams);
     seed_->setEnabled(fixed_seed_->isChecked());
 }
 
@@ -313,6 +321,7 @@ GenerationParams ParamsPanel::params() const {
     if (v.ignore_eos) p.ignore_eos = true;
     p.logprobs = v.logprobs;
     languages_->apply(p);
+    if (v.alternatives > 0 && v.num_beams <= 1) p.top_alternatives = v.alternatives;
     return p;
 }
 
@@ -341,6 +350,7 @@ QVariantMap ParamsPanel::differences(const Values& v, const Values& d) {
     put("seed", qint64(v.seed), qint64(d.seed));
     put("ignore_eos", v.ignore_eos, d.ignore_eos);
     put("logprobs", v.logprobs, d.logprobs);
+    put("alternatives", qint64(v.alternatives), qint64(d.alternatives));
     return m;
 }
 
@@ -368,6 +378,7 @@ void ParamsPanel::applyChangedValues(const QVariantMap& m) {
     get("seed", v.seed);
     get("ignore_eos", v.ignore_eos);
     get("logprobs", v.logprobs);
+    get("alternatives", v.alternatives);
     setValues(v);
 }
 

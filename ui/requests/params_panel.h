@@ -42,6 +42,9 @@ public:
         int64_t seed = 0;
         bool ignore_eos = false;
         bool logprobs = true;    // the comparison view's tooltips need them
+        // Alternatives per generated token (params.top_alternatives; 0 = none), shown on hover in
+        // the board and the comparison. Not sent with beam search, which the engine refuses them.
+        int64_t alternatives = 5;
     };
     // Custom: the controls match no preset (the person's own or saved changes).
     enum class Preset { ModelDefaults, Greedy, Beam4, CreativeSampling, Custom };
@@ -83,7 +86,8 @@ private:
     bool has_config_ = false;
     QString max_length_note_;
     QComboBox* preset_ = nullptr;
-    QSpinBox *max_new_ = nullptr, *min_new_ = nullptr, *top_k_ = nullptr, *no_repeat_ = nullptr, *beams_ = nullptr, *seed_ = nullptr;
+    QSpinBox *max_new_ = nullptr, *min_new_ = nullptr, *top_k_ = nullptr, *no_repeat_ = nullptr, *beams_ = nullptr, *seed_ = nullptr,
+             *alternatives_ = nullptr;
     QCheckBox *do_sample_ = nullptr, *fixed_seed_ = nullptr, *ignore_eos_ = nullptr, *logprobs_ = nullptr;
     QDoubleSpinBox *temperature_ = nullptr, *top_p_ = nullptr, *typical_p_ = nullptr, *min_p_ = nullptr,
                    *repetition_ = nullptr, *length_penalty_ = nullptr;

@@ -3,6 +3,8 @@
 #include <QApplication>
 #include <QClipboard>
 #include <QHBoxLayout>
+#include <QHelpEvent>
+#include <QTextCursor>
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
@@ -15,6 +17,7 @@
 #include <QVBoxLayout>
 
 #include "common/column_fit.h"
+#include "requests/alternatives_popup.h"
 #include "requests/request_table_model.h"
 
 namespace lorascope::ui {
@@ -28,7 +31,13 @@ RequestBoard::RequestBoard(RequestTableModel* model, QWidget* parent) : QWidget(
     detail_ = new QPlainTextEdit(split);
     detail_->setReadOnly(true);
     detail_->setAccessibleName(tr("Full output of the selected request"));
-    detail_->setPlaceholderText(tr("Select a request to see its whole output"));
+    detail_->setPlaceholderText(tr("Select a request to see its whole output; hover a token for its alternatives"));
+    detail_->viewport()->setMouseTracking(true);
+    detail_->viewport()->installEventFilter(this);
+    popup_ = new AlternativesPopup(detail_);
+    connect(popup_, &AlternativesPopup::alternativeChosen, this, [this](int position, const TokenAlternative& choice) {
+        Q_EMIT forkRequested(popup_ticket_, position, choice);
+    });
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 1);
     layout->addWidget(split, 1);
@@ -114,6 +123,37 @@ void RequestBoard::refreshDetail() {
     const RequestRecord* r = tickets.size() == 1 ? model_->record(tickets.front()) : nullptr;
     const QString text = r ? r->detailText() : QString();
     if (detail_->toPlainText() != text) detail_->setPlainText(text);
+}
+
+bool RequestBoard::showAlternativesAt(const QPoint& pos) {
+    const auto tickets = selectedTickets();
+    const RequestRecord* r = tickets.size() == 1 ? model_->record(tickets.front()) : nullptr;
+    if (!r) return false;
+    // The character under the point: the cursor position nearest to it, or the one before when
+    // the point lies left of that position's caret.
+    QTextCursor cursor = detail_->cursorForPosition(pos);
+    int offset = cursor.position();
+    if (offset > 0 && detail_->cursorRect(cursor).left() > pos.x()) --offset;
+    const int token = r->tokenAtTextOffset(offset);
+    if (token < 0 || r->tokens[size_t(token)].alternatives.empty()) return false;
+    QTextCursor from = cursor;
+    from.setPosition(offset);
+    const QRect caret = detail_->cursorRect(from);
+    popup_ticket_ = r->ticket;
+    popup_->showToken(r->tokens[size_t(token)], token,
+                      QRect(detail_->viewport()->mapToGlobal(caret.topLeft()), caret.size()));
+    return true;
+}
+
+bool RequestBoard::eventFilter(QObject* watched, QEvent* e) {
+    if (watched == detail_->viewport()) {
+        if (e->type() == QEvent::ToolTip) {
+            if (!showAlternativesAt(static_cast<QHelpEvent*>(e)->pos())) popup_->hide();
+            return true;
+        }
+        if (e->type() == QEvent::Leave) popup_->hideSoon();
+    }
+    return QWidget::eventFilter(watched, e);
 }
 
 void RequestBoard::refreshCounts() {

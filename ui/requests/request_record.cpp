@@ -53,6 +53,19 @@ QString RequestRecord::outputText() const {
     return text.isEmpty() ? error : text + QStringLiteral("  \u26A0 ") + error;
 }
 
+int RequestRecord::tokenAtTextOffset(int offset) const {
+    if (offset < 0) return -1;
+    int start = 0;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        const QString& piece = tokens[i].text;
+        const int end = start + int(piece.size());
+        if (end > text.size() || QStringView(text).mid(start, piece.size()) != piece) return -1;
+        if (offset < end) return int(i);
+        start = end;
+    }
+    return -1;
+}
+
 double RequestRecord::ttftMs() const {
     if (have_usage && usage.generated_tokens > 0) return usage.time_to_first_token_ms;
     return first_token_ms >= 0 ? double(first_token_ms) : -1.0;

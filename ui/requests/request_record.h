@@ -13,13 +13,6 @@ enum class RequestStatus { Queued, Running, Finished, Cancelled, Failed };
 QString statusLabel(RequestStatus status);
 QString finishReasonLabel(FinishReason reason);
 
-struct StreamedToken {
-    int64_t token_id = 0;
-    QString text;
-    float logprob = 0.0f;
-    bool special = false;
-};
-
 struct RequestRecord {
     Ticket ticket = 0;
     QString client_id;
@@ -37,6 +30,13 @@ struct RequestRecord {
     bool have_usage = false;
     Usage usage;
     std::vector<ReturnedSequence> sequences;   // num_return_sequences > 1: all, best first
+    // What a fork needs (requests/request_fork.h): the parameters and ready ids it was sent with,
+    // and the prompt's tokens once the engine scored them (params.prompt_logprobs).
+    GenerationParams params;
+    std::vector<int64_t> input_ids;
+    std::optional<AdapterMerge> merge;   // a blend of adapters (then `adapter` is its merge_name)
+    std::vector<PromptTokenLogprob> prompt_logprobs;
+    QString forked_from;             // "" or "<client id> @ token N" for a fork
 
     bool finished() const { return status != RequestStatus::Queued && status != RequestStatus::Running; }
     QString adapterLabel() const { return adapter.isEmpty() ? QStringLiteral("base") : adapter; }
@@ -45,6 +45,9 @@ struct RequestRecord {
     QString outputText() const;
     // What the request's detail pane shows: the text, then the error or the other returned sequences.
     QString detailText() const;
+    // The generated token whose text covers character `offset` of `text`, or -1 (past the tokens,
+    // or where the final text no longer matches what streamed).
+    int tokenAtTextOffset(int offset) const;
     double ttftMs() const;           // < 0 when unknown
     double tokensPerSecond() const;  // 0 when unknown
 };

@@ -48,6 +48,8 @@ QVariant RequestTableModel::data(const QModelIndex& index, int role) const {
     if (role == FullTextRole) return r.text;
     if (role == Qt::ToolTipRole) {
         if (index.column() == ColPrompt) return r.prompt;
+        if (index.column() == ColId && !r.forked_from.isEmpty())
+            return tr("Forked from request %1 with that token replaced").arg(r.forked_from);
         if (index.column() == ColOutput) return r.outputText();
         if (index.column() == ColFinish && !r.error.isEmpty()) return r.error;
         return {};
@@ -68,7 +70,7 @@ QVariant RequestTableModel::data(const QModelIndex& index, int role) const {
     }
     if (role != Qt::DisplayRole) return {};
     switch (index.column()) {
-    case ColId: return r.client_id;
+    case ColId: return r.forked_from.isEmpty() ? r.client_id : tr("%1 (fork of %2)").arg(r.client_id, r.forked_from);
     case ColAdapter: return r.adapterLabel();
     case ColStatus: return statusLabel(r.status);
     case ColPrompt: return elide(r.prompt, 80);
@@ -131,12 +133,30 @@ void RequestTableModel::addRequest(const SubmittedRequest& request) {
     r.prompt = request.prompt;
     r.adapter = request.adapter;
     r.compare_group = request.compare_group;
+    r.params = request.params;
+    r.input_ids = request.input_ids;
+    r.merge = request.merge;
     r.since_submit.start();
     const int row = int(records_.size());
     beginInsertRows({}, row, row);
     records_.push_back(std::move(r));
     row_of_[request.ticket] = row;
     endInsertRows();
+}
+
+void RequestTableModel::setForkedFrom(Ticket ticket, const QString& origin, const QString& prompt) {
+    auto it = row_of_.find(ticket);
+    if (it == row_of_.end()) return;
+    records_[size_t(it->second)].forked_from = origin;
+    records_[size_t(it->second)].prompt = prompt;
+    Q_EMIT dataChanged(index(it->second, 0), index(it->second, ColumnCount - 1));
+}
+
+void RequestTableModel::setCompareGroup(Ticket ticket, int compare_group) {
+    auto it = row_of_.find(ticket);
+    if (it == row_of_.end()) return;
+    records_[size_t(it->second)].compare_group = compare_group;
+    Q_EMIT dataChanged(index(it->second, 0), index(it->second, ColumnCount - 1));
 }
 
 void RequestTableModel::applyDrain(const DrainBatch& batch) {
@@ -151,8 +171,8 @@ void RequestTableModel::applyDrain(const DrainBatch& batch) {
         if (r.first_token_ms < 0) r.first_token_ms = now;
         r.last_token_ms = now;
         r.status = RequestStatus::Running;
-        r.text += t.text;
-        r.tokens.push_back({t.token_id, t.text, t.logprob, t.special});
+        r.text += t.token.text;
+        r.tokens.push_back(t.token);
         touch(it->second);
     }
     for (const auto& step : batch.steps) {
@@ -181,6 +201,9 @@ void RequestTableModel::applyDrain(const DrainBatch& batch) {
         // The engine's full text is authoritative (a stop sequence is excluded from it).
         if (e.reason != FinishReason::Error || !e.text.empty()) r.text = QString::fromStdString(e.text);
         for (size_t i = 0; i < e.logprobs.size() && i < r.tokens.size(); ++i) r.tokens[i].logprob = e.logprobs[i];
+        for (size_t i = 0; i < e.alternatives.size() && i < r.tokens.size(); ++i)
+            if (r.tokens[i].alternatives.empty()) r.tokens[i].alternatives = e.alternatives[i];
+        r.prompt_logprobs = e.prompt_logprobs;
         r.usage = e.usage;
         r.have_usage = true;
         r.sequences = e.sequences;

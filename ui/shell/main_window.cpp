@@ -24,6 +24,7 @@
 
 #include "chat/chat_view.h"
 #include "compare/comparison_view.h"
+#include "compare/surprise_view.h"
 #include "inspector/batching_inspector.h"
 #include "inspector/server_metrics_view.h"
 #include "inspector/step_stats_model.h"
@@ -41,6 +42,7 @@
 #include "requests/prompt_composer.h"
 #include "requests/request_board.h"
 #include "requests/request_fanout.h"
+#include "requests/request_fork.h"
 #include "requests/request_table_model.h"
 #include "requests/results_export.h"
 #include "shell/error_reporter.h"
@@ -143,6 +145,9 @@ void MainWindow::buildLayout(EngineFactory lab_factory) {
     requests_page->setStretchFactor(0, 1);
     requests_page->setStretchFactor(1, 3);
     comparison_ = new ComparisonView(requests_, this);
+    surprise_ = new SurpriseView(requests_, bridge_, comparison_);
+    surprise_->setTargetsSource([this] { return composer_->selectedTargets(); });
+    comparison_->addPage(surprise_, tr("Surprise"));
     inspector_ = new BatchingInspector(steps_, new ServerMetricsView(server_metrics_, requests_), this);
     tabs_ = new QTabWidget(this);
     tabs_->setAccessibleName(tr("Views"));
@@ -213,6 +218,10 @@ void MainWindow::connectPanels() {
     });
     connect(board_, &RequestBoard::cancelAllRequested, bridge_, &EngineBridge::cancelAll);
     connect(board_, &RequestBoard::exportRequested, this, &MainWindow::exportResults);
+    connect(board_, &RequestBoard::forkRequested, this, &MainWindow::forkRequest);
+    connect(comparison_, &ComparisonView::forkRequested, this, &MainWindow::forkRequest);
+    connect(adapters_, &AdapterListModel::readyNamesChanged, comparison_, &ComparisonView::setAdapters);
+    connect(comparison_, &ComparisonView::blendRequested, this, &MainWindow::blendComparison);
     connect(inspector_, &BatchingInspector::pauseToggled, pause_, &QAction::setChecked);
     connect(inspector_, &BatchingInspector::stepRequested, bridge_, &EngineBridge::stepOnce);
     connect(adapters_, &AdapterListModel::readyNamesChanged, lab_, &LabView::setAdapterNames);
@@ -327,8 +336,11 @@ std::vector<Ticket> MainWindow::submit(const QStringList& targets, bool first_pr
     // Everything sent by one action joins the engine's batch at the same step, however long the
     // window takes to add each row.
     bridge_->holdSubmissions(true);
-    for (Request& r : fanOutRequests(items, targets, params_panel_->params(), compare_group != 0))
+    const bool encoder_decoder = bridge_->modelConfig()->is_encoder_decoder();
+    for (Request& r : fanOutRequests(items, targets, params_panel_->params(), compare_group != 0)) {
+        askForPromptTokens(r, encoder_decoder);
         if (const Ticket t = bridge_->submit(std::move(r), compare_group)) tickets.push_back(t);
+    }
     bridge_->holdSubmissions(false);
     refreshStatus();
     return tickets;
@@ -353,8 +365,36 @@ int MainWindow::compareTargets() {
     if (submit(targets, true, group).empty()) return 0;
     ++next_compare_group_;
     comparison_->showGroup(group);
+    comparison_->showGenerations();
     showTab(Tab::Compare);
     return group;
+}
+
+Ticket MainWindow::forkRequest(Ticket from, int position, const TokenAlternative& choice) {
+    const RequestRecord* record = requests_->record(from);
+    if (!record || !bridge_->hasEngine()) return 0;
+    ForkPlan plan = planFork(*record, position, choice, bridge_->modelConfig()->is_encoder_decoder());
+    if (!plan.refusal.isEmpty()) {
+        report(tr("Cannot fork this request"), plan.refusal);
+        return 0;
+    }
+    // In the comparison of its origin, so that the fork streams beside the columns it came from.
+    const Ticket ticket = bridge_->submit(std::move(plan.request), record->compare_group);
+    if (ticket) requests_->setForkedFrom(ticket, plan.origin, plan.prompt);
+    refreshStatus();
+    return ticket;
+}
+
+Ticket MainWindow::blendComparison(int compare_group, const AdapterMerge& merge) {
+    std::vector<const RequestRecord*> group;
+    for (Ticket t : requests_->ticketsInGroup(compare_group)) group.push_back(requests_->record(t));
+    std::optional<Request> blend = blendOf(group, merge);
+    if (!blend || !bridge_->hasEngine()) return 0;
+    askForPromptTokens(*blend, bridge_->modelConfig()->is_encoder_decoder());
+    const Ticket ticket = bridge_->submit(std::move(*blend), compare_group);
+    if (ticket) comparison_->setBlendTicket(compare_group, ticket);
+    refreshStatus();
+    return ticket;
 }
 
 void MainWindow::cancelSelectedOrLoad() {

@@ -23,6 +23,7 @@ class AdaptersPanel;
 class BatchingInspector;
 class ChatView;
 class ComparisonView;
+class SurpriseView;
 class LabView;
 class ErrorReporter;
 class MetricsPoller;
@@ -63,6 +64,7 @@ public:
     RequestBoard* requestBoard() const { return board_; }
     ComparisonView* comparisonView() const { return comparison_; }
     ChatView* chatView() const { return chat_; }
+    SurpriseView* surpriseView() const { return surprise_; }
     BatchingInspector* batchingInspector() const { return inspector_; }
     LabView* labView() const { return lab_; }
     QAction* openModelAction() const { return open_model_; }
@@ -80,6 +82,11 @@ public:
     void addAdapter(const QString& dir);
     std::vector<Ticket> submitPrompts();
     int compareTargets();   // returns the comparison group, 0 when nothing was sent
+    // Continues request `from` with `choice` forced at generated token `position` (a new row, in
+    // the same comparison when `from` is in one); the fork's ticket, or 0 (refused, reported).
+    Ticket forkRequest(Ticket from, int position, const TokenAlternative& choice);
+    // Generates comparison `compare_group`'s blend column under `merge` (replacing an earlier one).
+    Ticket blendComparison(int compare_group, const AdapterMerge& merge);
     void cancelSelectedOrLoad();
     void saveSettings();
 
@@ -124,6 +131,7 @@ private:
     RequestBoard* board_ = nullptr;
     ComparisonView* comparison_ = nullptr;
     ChatView* chat_ = nullptr;
+    SurpriseView* surprise_ = nullptr;
     BatchingInspector* inspector_ = nullptr;
     LabView* lab_ = nullptr;
     QDockWidget* params_dock_ = nullptr;
