@@ -63,14 +63,14 @@ QVariant RequestTableModel::data(const QModelIndex& index, int role) const {
         case RequestStatus::Failed: return QBrush(errorText(palette));
         case RequestStatus::Cancelled: return QBrush(palette.color(QPalette::PlaceholderText));
         case RequestStatus::Running: return QBrush(runningText(palette));
-        default: return {};
+        default: return r.retrying > 0 ? QVariant(QBrush(runningText(palette))) : QVariant();
         }
     }
     if (role != Qt::DisplayRole) return {};
     switch (index.column()) {
     case ColId: return r.client_id;
     case ColAdapter: return r.adapterLabel();
-    case ColStatus: return statusLabel(r.status);
+    case ColStatus: return r.statusText();
     case ColPrompt: return elide(r.prompt, 80);
     case ColOutput: return elide(r.outputText(), 200);
     case ColTokens: return r.generatedTokens();
@@ -142,6 +142,14 @@ void RequestTableModel::addRequest(const SubmittedRequest& request) {
 void RequestTableModel::applyDrain(const DrainBatch& batch) {
     int first = INT_MAX, last = -1;
     auto touch = [&](int row) { first = std::min(first, row); last = std::max(last, row); };
+    for (const auto& n : batch.retries) {
+        auto it = row_of_.find(n.ticket);
+        if (it == row_of_.end() || records_[size_t(it->second)].finished()) continue;
+        RequestRecord& r = records_[size_t(it->second)];
+        r.retrying = n.attempt;
+        r.retry_reason = n.reason;
+        touch(it->second);
+    }
     for (const auto& t : batch.tokens) {
         auto it = row_of_.find(t.ticket);
         if (it == row_of_.end()) continue;
@@ -151,6 +159,7 @@ void RequestTableModel::applyDrain(const DrainBatch& batch) {
         if (r.first_token_ms < 0) r.first_token_ms = now;
         r.last_token_ms = now;
         r.status = RequestStatus::Running;
+        r.retrying = 0;   // the stream is back
         r.text += t.text;
         r.tokens.push_back({t.token_id, t.text, t.logprob, t.special});
         touch(it->second);
