@@ -64,6 +64,16 @@ def write_tokenizer(path, vocab_size, specials):
                    "eos_token": "</s>", "pad_token": "<pad>"}, f)
 
 
+def shim_missing_torch_dtypes():
+    """The bench venv has Debian's torch 1.13, which predates the float8 dtypes that llama.cpp's
+    converter (0.3.36) names in class-level dtype tables. BLOOM's checkpoint holds none, so distinct
+    stand-ins that no real tensor's dtype equals let the converter import."""
+    import torch
+    for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"):
+        if not hasattr(torch, name):
+            setattr(torch, name, type(name, (), {"__repr__": lambda self, n=name: f"torch.{n} (absent)"})())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--llama", required=True, help="llama.cpp's source folder")
@@ -78,6 +88,7 @@ def main():
                 os.symlink(os.path.abspath(os.path.join(args.model, name)), os.path.join(source, name))
         write_tokenizer(source, config["vocab_size"], {"<unk>": 0, "<s>": 1, "</s>": 2, "<pad>": 3})
         sys.path[:0] = [args.llama, os.path.join(args.llama, "gguf-py")]
+        shim_missing_torch_dtypes()
         import convert_hf_to_gguf
         from conversion import base
         base.TextModel.get_vocab_base_pre = lambda self, tokenizer: "bloom"

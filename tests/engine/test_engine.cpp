@@ -281,6 +281,17 @@ private Q_SLOTS:
             const QString what = e.what();
             QVERIFY2(what.contains("int3") && what.contains("int8") && what.contains("int4"), e.what());
         }
+        // float16 on the CPU: refused at load, not a per-request "not implemented for 'Half'" at
+        // the first prefill (Debian's LibTorch has no float16 addmm or layer norm on the CPU).
+        options.dtype = "float16";
+        try {
+            Engine::create(options);
+            QFAIL("expected float16 on the CPU to be refused at load");
+        } catch (const lorascope::Error& e) {
+            QCOMPARE(e.kind(), lorascope::ErrorKind::Unsupported);
+            const QString what = e.what();
+            QVERIFY2(what.contains("float16") && what.contains("CPU") && what.contains("bfloat16"), e.what());
+        }
     }
 
     // --kv-cache-dtype: bfloat16 halves each block; "auto" under float32 products keeps float32

@@ -155,7 +155,7 @@ QFormLayout* ModelPanel::buildComputeForm() {
     // The engine's --dtype choices; setComputeTypes says which this CPU runs and with what.
     dtype_->addItems({QStringLiteral("float32"), QStringLiteral("bfloat16"), QStringLiteral("int8"),
                       QStringLiteral("int4"), QStringLiteral("float16")});
-    dtype_->setItemData(dtype_->findText(QStringLiteral("float16")), tr("the whole model in float16: for CUDA (on the CPU it runs through ATen, slowly)"),
+    dtype_->setItemData(dtype_->findText(QStringLiteral("float16")), tr("the whole model in float16: CUDA only (this LibTorch has no float16 CPU kernels)"),
                         Qt::ToolTipRole);
     dtype_->setAccessibleName(tr("Data type"));
     dtype_note_ = new QLabel(this);

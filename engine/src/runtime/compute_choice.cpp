@@ -33,7 +33,15 @@ ProductChoice parse_compute(const std::string& name, const at::Device& device) {
         if (!cpu || ops::cpu_packing_disabled() || !ops::cpu_matmul_available(ops::MatmulKind::Float32)) return {at::kFloat, std::nullopt};
         return packed(ops::MatmulKind::Float32);
     }
-    if (name == "float16" || name == "fp16") return {at::kHalf, std::nullopt};
+    if (name == "float16" || name == "fp16") {
+        // Debian's LibTorch 1.13 has no float16 CPU kernels for addmm or layer norm: every
+        // request used to fail at its first prefill ("addmm_impl_cpu_ not implemented for 'Half'").
+        if (cpu)
+            throw Error(ErrorKind::Unsupported,
+                        "dtype '" + name + "' on the CPU: this LibTorch has no float16 CPU kernels "
+                        "(matrix products, layer norm); use bfloat16 or float32 here, float16 on CUDA");
+        return {at::kHalf, std::nullopt};
+    }
     if (name == "bfloat16" || name == "bf16") return cpu ? packed(ops::MatmulKind::Bfloat16) : ProductChoice{at::kBFloat16, {}};
     if (name == "int8" || name == "int4") {
         if (!cpu)
