@@ -144,7 +144,8 @@ private Q_SLOTS:
     }
 
     void packageCarriesBinariesDesktopEntryIconsDocsAndTheWholeDemoPack() {
-        for (const char* path : {"./usr/bin/lorascope", "./usr/bin/lorascope-cli", "./usr/share/applications/lorascope.desktop",
+        for (const char* path : {"./usr/bin/lorascope", "./usr/bin/lorascope-cli", "." LORASCOPE_ENGINE_MODULE_INSTALLED,
+                                 "./usr/share/applications/lorascope.desktop",
                                  "./usr/share/icons/hicolor/scalable/apps/lorascope.svg",
                                  "./usr/share/icons/hicolor/256x256/apps/lorascope.png",
                                  "./usr/share/icons/hicolor/48x48/apps/lorascope.png", "./usr/share/doc/lorascope/copyright",
@@ -195,7 +196,7 @@ private Q_SLOTS:
     // A leaked build-tree RPATH would let the installed binaries load libraries from this build
     // directory: they would pass here and fail on a user's machine.
     void installedBinariesCarryNoBuildTreeRpath() {
-        for (const char* binary : {"/usr/bin/lorascope", "/usr/bin/lorascope-cli"}) {
+        for (const char* binary : {"/usr/bin/lorascope", "/usr/bin/lorascope-cli", LORASCOPE_ENGINE_MODULE_INSTALLED}) {
             const Run dyn = run(QStringLiteral(LORASCOPE_READELF), {QStringLiteral("-d"), rooted(QString::fromLatin1(binary))}, 60000);
             QVERIFY2(dyn.exit_code == 0, qPrintable(describe(QStringLiteral("readelf -d"), dyn)));
             for (const QString& line : dyn.out.split(QLatin1Char('\n'))) {

@@ -4,7 +4,11 @@
 // read the same; a redirect to another origin is not followed, so the API token never reaches it,
 // for streams and for /metrics; a /metrics body past its cap is refused as that poll's failure;
 // the token can come from LORASCOPE_API_TOKEN; the adapters /info lists keep their rank, alpha and
-// targets.
+// targets; a request whose server is down says "retrying (n)" in its row until the stream resumes.
+#include <QPlainTextEdit>
+#include <QPointer>
+#include <QSignalSpy>
+#include <QTableView>
 #include <QtTest>
 #include <QTcpServer>
 #include <QTcpSocket>
@@ -13,9 +17,12 @@
 #include <functional>
 #include <mutex>
 
+#include "engine_link/engine_bridge.h"
 #include "remote/metrics_poller.h"
 #include "remote/remote_backend.h"
 #include "remote/server_metrics.h"
+#include "requests/request_board.h"
+#include "requests/request_table_model.h"
 #include "server_on_thread.h"
 #include "wait_sink.h"
 
@@ -240,6 +247,50 @@ private Q_SLOTS:
         QVERIFY2(sink->finish.reason == FinishReason::Length, sink->finish.error.c_str());
         QCOMPARE(sink->finish.text, std::string("ab"));
         QCOMPARE(RemoteEndpoint().retry_for_ms, 30000);
+    }
+
+    // Issue 31 item 11, the visible half: while the server is down the request's row says
+    // "retrying (n)" in the board's Status column and in the detail pane, n counting up; once the
+    // server streams again the row is an ordinary running one, then finishes.
+    void aRetryingRequestSaysSoInItsRow() {
+        auto held = std::make_shared<QPointer<QTcpSocket>>();
+        auto answer = lorax([held](QTcpSocket* sock) { sock->write(kTokenEvent + "\n\n"); *held = sock; });
+        auto first = std::make_unique<ServerThread>(answer);
+        const quint16 port = first->port;
+        const QUrl url(first->url());
+        ui::EngineBridge bridge([url](const EngineOptions&) {
+            RemoteEndpoint e;
+            e.url = url;
+            return ui::createRemoteEngine(e);
+        });
+        QSignalSpy loaded(&bridge, &ui::EngineBridge::loadFinished);
+        bridge.loadModel(EngineOptions{});
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.size(), 1, 20000);
+        ui::RequestTableModel model;
+        connect(&bridge, &ui::EngineBridge::requestSubmitted, &model, &ui::RequestTableModel::addRequest);
+        connect(&bridge, &ui::EngineBridge::drained, &model, &ui::RequestTableModel::applyDrain);
+        ui::RequestBoard board(&model);
+        auto* detail = board.findChild<QPlainTextEdit*>();
+        QVERIFY(detail);
+        first.reset();   // down
+        Request r;
+        r.prompt = "x";
+        bridge.submit(r);
+        QCOMPARE(model.rowCount(), 1);
+        board.view()->selectRow(0);
+        auto status = [&] { return model.index(0, ui::RequestTableModel::ColStatus).data().toString(); };
+        QTRY_COMPARE_WITH_TIMEOUT(status(), QStringLiteral("retrying (1)"), 10000);
+        QTRY_COMPARE_WITH_TIMEOUT(status(), QStringLiteral("retrying (2)"), 10000);
+        QVERIFY2(detail->toPlainText().startsWith(QStringLiteral("retrying (2): ")), qPrintable(detail->toPlainText()));
+        ServerThread again(answer, port);
+        QCOMPARE(again.port, port);
+        QTRY_COMPARE_WITH_TIMEOUT(status(), QStringLiteral("running"), 30000);
+        QCOMPARE(detail->toPlainText(), QStringLiteral("a"));
+        QMetaObject::invokeMethod(again.server, [held] {
+            if (*held) (*held)->write(kFinalEvent + "\n\n"), (*held)->disconnectFromHost();
+        }, Qt::BlockingQueuedConnection);
+        QTRY_COMPARE_WITH_TIMEOUT(status(), QStringLiteral("finished"), 10000);
+        QCOMPARE(detail->toPlainText(), QStringLiteral("ab"));
     }
 
     // The token typed for a server wins; else the environment's, so it need not be on a command line.

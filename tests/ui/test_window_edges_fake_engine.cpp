@@ -53,7 +53,7 @@ class WindowEdgesTest : public QObject {
         o.engine_factory = [settings](const EngineOptions& e) { return test::FakeEngine::create(e, *settings); };
         o.settings_file = dir_.filePath(settings_name);
         o.error_reporter = reporter_;
-        o.about.torch_version = QStringLiteral("1.13.0-test");
+        o.about.torch_version = [] { return QStringLiteral("1.13.0-test"); };
         auto w = std::make_unique<MainWindow>(std::move(o));
         if (show) {
             w->resize(1280, 800);
@@ -194,7 +194,7 @@ private Q_SLOTS:
         QVERIFY(test::load_through_panel(*w, model_, 5000));
         QCOMPARE(w->windowTitle(), QStringLiteral("tiny-t5 — Lorascope"));
         AboutInfo about;
-        about.torch_version = QStringLiteral("1.13.0-test");
+        about.torch_version = [] { return QStringLiteral("1.13.0-test"); };
         const QString text = aboutText(about);
         QVERIFY2(text.contains(QString::fromLatin1(qVersion())) && text.contains(QStringLiteral("1.13.0-test")), qPrintable(text));
         QVERIFY(text.contains(QStringLiteral("CPU features")));

@@ -33,6 +33,13 @@ struct FinishInfo {
     FinishEvent event;
 };
 
+// A remote request's connection retries (RetryEvent): attempt n >= 1, 0 once the server answers.
+struct RetryNote {
+    Ticket ticket = 0;
+    int attempt = 0;
+    QString reason;
+};
+
 struct StepSample {
     StepStats stats;
     std::vector<Ticket> row_tickets;   // row_requests translated; 0 where the request is unknown
@@ -44,7 +51,8 @@ struct DrainBatch {
     std::vector<TokenDelta> tokens;
     std::vector<FinishInfo> finishes;
     std::vector<StepSample> steps;
-    bool empty() const { return tokens.empty() && finishes.empty() && steps.empty(); }
+    std::vector<RetryNote> retries;   // before this batch's tokens and finishes of the same ticket
+    bool empty() const { return tokens.empty() && finishes.empty() && steps.empty() && retries.empty(); }
 };
 
 // What the bridge knows about a request at submit time.

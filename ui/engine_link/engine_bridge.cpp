@@ -232,7 +232,7 @@ void EngineBridge::onDrainTimer() {
         Q_EMIT loadProgress(loading_->reported, loading_->tensors_total);
     }
     QueuedEvents events = queue_->take();
-    if (events.tokens.empty() && events.finishes.empty() && events.steps.empty()) return;
+    if (events.empty()) return;
     // Tickets that finished one drain ago: the statistics of their last step have arrived by now
     // (a step publishes them after its finishes), so their entries go and the maps stay bounded.
     for (Ticket t : retiring_) {
@@ -246,6 +246,7 @@ void EngineBridge::onDrainTimer() {
     }
     retiring_.clear();
     DrainBatch batch;
+    for (auto& r : events.retries) batch.retries.push_back({r.ticket, r.event.attempt, qs(r.event.reason)});
     batch.tokens.reserve(events.tokens.size());
     for (auto& t : events.tokens) {
         TokenDelta d;

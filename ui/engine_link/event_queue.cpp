@@ -19,6 +19,11 @@ void EventQueue::push_stats(uint64_t engine_generation, const StepStats& stats) 
     steps.push_back({engine_generation, stats});
 }
 
+void EventQueue::push_retry(uint64_t ticket, const RetryEvent& event) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_.retries.push_back({ticket, event});
+}
+
 QueuedEvents EventQueue::take() {
     QueuedEvents out;
     std::lock_guard<std::mutex> lock(mutex_);

@@ -14,11 +14,14 @@ namespace lorascope::ui {
 struct QueuedToken { uint64_t ticket; TokenEvent event; };
 struct QueuedFinish { uint64_t ticket; FinishEvent event; };
 struct QueuedStats { uint64_t engine_generation; StepStats stats; };
+struct QueuedRetry { uint64_t ticket; RetryEvent event; };
 
 struct QueuedEvents {
     std::vector<QueuedToken> tokens;
     std::vector<QueuedFinish> finishes;
     std::vector<QueuedStats> steps;
+    std::vector<QueuedRetry> retries;
+    bool empty() const { return tokens.empty() && finishes.empty() && steps.empty() && retries.empty(); }
 };
 
 class EventQueue {
@@ -26,6 +29,7 @@ public:
     void push_token(uint64_t ticket, const TokenEvent& event);
     void push_finish(uint64_t ticket, const FinishEvent& event);
     void push_stats(uint64_t engine_generation, const StepStats& stats);
+    void push_retry(uint64_t ticket, const RetryEvent& event);
     QueuedEvents take();
 
     // A fast engine on a tiny model can run thousands of steps between two GUI ticks; only the
@@ -43,6 +47,7 @@ public:
     QueueSink(std::shared_ptr<EventQueue> queue, uint64_t ticket) : queue_(std::move(queue)), ticket_(ticket) {}
     void on_token(const TokenEvent& event) override { queue_->push_token(ticket_, event); }
     void on_finish(const FinishEvent& event) override { queue_->push_finish(ticket_, event); }
+    void on_retry(const RetryEvent& event) override { queue_->push_retry(ticket_, event); }
 
 private:
     std::shared_ptr<EventQueue> queue_;

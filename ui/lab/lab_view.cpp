@@ -44,7 +44,13 @@ LabView::LabView(EngineBridge* bridge, EngineFactory factory, QWidget* parent)
     status_ = new QLabel(this);
     status_->setWordWrap(true);
     status_->setAccessibleName(tr("Lab run status"));
-    outer->addWidget(status_);
+    // The pace beside the status, not in the buttons' row: one row of both asked 758 px under
+    // GNOME's font (Cantarell 11), more than the tab has beside the docks on a 1280 px screen.
+    auto* status_row = new QHBoxLayout;
+    status_row->addWidget(status_, 1);
+    status_row->addWidget(pace_, 1);
+    status_row->addWidget(pace_label_);
+    outer->addLayout(status_row);
     pages_ = new QTabWidget(this);
     pages_->setAccessibleName(tr("Lab pages"));
     pages_->addTab(buildSetupPage(), tr("Workload and policies"));
@@ -78,7 +84,9 @@ LabView::LabView(EngineBridge* bridge, EngineFactory factory, QWidget* parent)
     refreshStatus();
 }
 
-// The workload beside the two policies, scrolled when the tab is short.
+// The workload beside the two policies, scrolled when the tab is short or narrow. Scrolled rather
+// than a minimum width of its own: under GNOME's font (Cantarell 11, Qt's GTK 3 theme) the page
+// asks 795 px, and as the window's minimum it pushed the Parameters dock off a 1280 px screen.
 QWidget* LabView::buildSetupPage() {
     auto* page = new QWidget(this);
     auto* columns = new QHBoxLayout(page);
@@ -96,8 +104,6 @@ QWidget* LabView::buildSetupPage() {
     scroll->setWidget(page);
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);
-    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    scroll->setMinimumWidth(page->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width());
     return scroll;
 }
 
@@ -117,9 +123,12 @@ QWidget* LabView::buildSummaryTable() {
                   LabSummaryModel::QueueP95, LabSummaryModel::QueueP99, LabSummaryModel::GoodputRequests,
                   LabSummaryModel::PaddingShare, LabSummaryModel::PeakKv})
         summary_table_->setColumnHidden(c, true);
-    summary_table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    // Columns wider than the tab scroll (their figures stay whole) instead of widening the window:
+    // the height keeps room for the scroll bar.
+    summary_table_->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
     summary_table_->setFixedHeight(2 * summary_table_->verticalHeader()->defaultSectionSize() +
-                                   2 * summary_table_->fontMetrics().lineSpacing() + 8);
+                                   2 * summary_table_->fontMetrics().lineSpacing() + 8 +
+                                   summary_table_->horizontalScrollBar()->sizeHint().height());
     return summary_table_;
 }
 
@@ -213,8 +222,8 @@ QWidget* LabView::buildControls() {
     pace_label_->setMinimumWidth(pace_label_->fontMetrics().horizontalAdvance(tr("≥1000 ms/step")) + 4);
     export_ = new QPushButton(tr("Export run…"), bar);
     export_->setToolTip(tr("Markdown report, CSV of the steps, PNG of the charts"));
-    for (QWidget* w : std::initializer_list<QWidget*>{preset_, run_, cancel_, pause_, step_, pace_, pace_label_})
-        l->addWidget(w, w == pace_ ? 1 : 0);
+    for (QWidget* w : std::initializer_list<QWidget*>{preset_, run_, cancel_, pause_, step_}) l->addWidget(w);
+    l->addStretch(1);
     l->addWidget(export_);
     connect(preset_, &QPushButton::clicked, this, &LabView::usePreset);
     connect(run_, &QPushButton::clicked, this, [this] { run(); });
@@ -327,9 +336,6 @@ void LabView::refreshSummary() {
         for (int i = 0; i < runner_->policyCount(); ++i) rows << runner_->policy(i).name;
     }
     summary_->setFigures(rows, figures);
-    // ResizeToContents columns may need more than the table's share of the tab: say so to the layout.
-    summary_table_->setMinimumWidth(summary_table_->verticalHeader()->sizeHint().width() +
-                                    summary_table_->horizontalHeader()->length() + 2 * summary_table_->frameWidth());
 }
 
 void LabView::refreshStatus() {

@@ -136,8 +136,20 @@ void Link::on_ready_read(const std::shared_ptr<Stream>& s, QNetworkReply* reply)
         s->error_body += more.left(std::max<qsizetype>(0, kMaxErrorBody - s->error_body.size()));
         return;
     }
+    if (!s->got_data && s->attempts > 1) tell_retry(s, 0, {});   // the server answers again
     s->got_data = true;
     read_events(s, reply);
+}
+
+void Link::tell_retry(const std::shared_ptr<Stream>& s, int attempt, const QString& reason) {
+    RetryEvent e;
+    e.id = s->id;
+    e.attempt = attempt;
+    e.reason = reason.toStdString();
+    try {
+        s->sink->on_retry(e);
+    } catch (...) {
+    }
 }
 
 void Link::on_finished(const std::shared_ptr<Stream>& s, QNetworkReply* reply) {
@@ -153,6 +165,7 @@ void Link::on_finished(const std::shared_ptr<Stream>& s, QNetworkReply* reply) {
     if (reply->error() != QNetworkReply::NoError) {
         const int delay_ms = 250 << std::min(s->attempts - 1, 4);   // 250 ms .. 4 s
         if (!s->got_data && is_connection_error(reply->error()) && ms_since(s->submitted) + delay_ms <= endpoint_.retry_for_ms) {
+            tell_retry(s, s->attempts, reply->errorString());   // the row says "retrying (n)" meanwhile
             QTimer::singleShot(delay_ms, this, [this, s] {
                 guarded(s, [&] {
                     if (!s->cancelled && !s->finished) send(s);

@@ -108,6 +108,8 @@ public:
 private:
     void on_ready_read(const std::shared_ptr<Stream>& s, QNetworkReply* reply);
     void on_finished(const std::shared_ptr<Stream>& s, QNetworkReply* reply);
+    // The sink's on_retry: attempt n >= 1 when the n-th retry is scheduled, 0 once data arrives again.
+    void tell_retry(const std::shared_ptr<Stream>& s, int attempt, const QString& reason);
     // Runs a slot's body; an exception ends that stream with its message instead of escaping
     // into Qt's event loop (which aborts the process).
     template <typename F>

@@ -29,9 +29,18 @@ QString finishReasonLabel(FinishReason reason) {
     return {};
 }
 
+QString RequestRecord::statusText() const {
+    if (retrying > 0 && !finished()) return QCoreApplication::translate("Requests", "retrying (%1)").arg(retrying);
+    return statusLabel(status);
+}
+
 QString RequestRecord::detailText() const {
     // A failure keeps what streamed before it: the text first, the error after it.
     if (!error.isEmpty()) return text.isEmpty() ? error : text + QStringLiteral("\n\n\u26A0 ") + error;
+    if (retrying > 0 && !finished()) {
+        const QString note = statusText() + (retry_reason.isEmpty() ? QString() : QStringLiteral(": ") + retry_reason);
+        return text.isEmpty() ? note : text + QStringLiteral("\n\n") + note;
+    }
     QString out = text;
     for (size_t i = 1; i < sequences.size(); ++i)
         out += (sequences[i].score ? QStringLiteral("\n\n[sequence %1 of %2, score %3]\n")

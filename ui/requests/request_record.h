@@ -37,8 +37,12 @@ struct RequestRecord {
     std::optional<AdapterMerge> merge;   // a blend of adapters (then `adapter` is its merge_name)
     std::vector<PromptTokenLogprob> prompt_logprobs;
     QString forked_from;             // "" or "<client id> @ token N" for a fork
+    int retrying = 0;                // a remote connection's retry under way (n >= 1), 0 otherwise
+    QString retry_reason;            // why the last attempt failed
 
     bool finished() const { return status != RequestStatus::Queued && status != RequestStatus::Running; }
+    // The board's Status column: "retrying (n)" while a retry is under way, else statusLabel().
+    QString statusText() const;
     QString adapterLabel() const { return adapter.isEmpty() ? QStringLiteral("base") : adapter; }
     qint64 generatedTokens() const;
     // What the board's Output column shows: the text, and after it the error where there is one.

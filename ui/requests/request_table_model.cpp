@@ -65,14 +65,14 @@ QVariant RequestTableModel::data(const QModelIndex& index, int role) const {
         case RequestStatus::Failed: return QBrush(errorText(palette));
         case RequestStatus::Cancelled: return QBrush(palette.color(QPalette::PlaceholderText));
         case RequestStatus::Running: return QBrush(runningText(palette));
-        default: return {};
+        default: return r.retrying > 0 ? QVariant(QBrush(runningText(palette))) : QVariant();
         }
     }
     if (role != Qt::DisplayRole) return {};
     switch (index.column()) {
     case ColId: return r.forked_from.isEmpty() ? r.client_id : tr("%1 (fork of %2)").arg(r.client_id, r.forked_from);
     case ColAdapter: return r.adapterLabel();
-    case ColStatus: return statusLabel(r.status);
+    case ColStatus: return r.statusText();
     case ColPrompt: return elide(r.prompt, 80);
     case ColOutput: return elide(r.outputText(), 200);
     case ColTokens: return r.generatedTokens();
@@ -162,6 +162,14 @@ void RequestTableModel::setCompareGroup(Ticket ticket, int compare_group) {
 void RequestTableModel::applyDrain(const DrainBatch& batch) {
     int first = INT_MAX, last = -1;
     auto touch = [&](int row) { first = std::min(first, row); last = std::max(last, row); };
+    for (const auto& n : batch.retries) {
+        auto it = row_of_.find(n.ticket);
+        if (it == row_of_.end() || records_[size_t(it->second)].finished()) continue;
+        RequestRecord& r = records_[size_t(it->second)];
+        r.retrying = n.attempt;
+        r.retry_reason = n.reason;
+        touch(it->second);
+    }
     for (const auto& t : batch.tokens) {
         auto it = row_of_.find(t.ticket);
         if (it == row_of_.end()) continue;
@@ -171,6 +179,7 @@ void RequestTableModel::applyDrain(const DrainBatch& batch) {
         if (r.first_token_ms < 0) r.first_token_ms = now;
         r.last_token_ms = now;
         r.status = RequestStatus::Running;
+        r.retrying = 0;   // the stream is back
         r.text += t.token.text;
         r.tokens.push_back(t.token);
         touch(it->second);

@@ -32,7 +32,8 @@ QStringList cpuFeatures() {
 }
 
 QString aboutText(const AboutInfo& info) {
-    const QString torch = info.torch_version.isEmpty() ? QCoreApplication::translate("Help", "unknown") : info.torch_version;
+    const QString version = info.torch_version ? info.torch_version() : QString();
+    const QString torch = version.isEmpty() ? QCoreApplication::translate("Help", "unknown") : version;
     const QStringList features = cpuFeatures();
     QString text = QCoreApplication::translate("Help", "<h3>Lorascope %1</h3><p>A workbench for T5, BART and BLOOM checkpoints "
                                                        "and their LoRA adapters.</p><table>"

@@ -14,7 +14,9 @@ class QMainWindow;
 namespace lorascope::ui {
 
 struct AboutInfo {
-    QString torch_version;                        // the LibTorch the engine was built against; empty: unknown
+    // The LibTorch the engine was built against (asked when About opens: the engine module loads on
+    // first use); null or empty: unknown.
+    std::function<QString()> torch_version;
     // What the CPU computes each dtype with (the engine's own report), once the engine is loaded;
     // null or empty before.
     std::function<QStringList()> compute_types;

@@ -108,11 +108,21 @@ struct FinishEvent {
     std::string client_id;               // Request::client_id, echoed
 };
 
+// A backend that retries a request's connection says so (the window's remote backend does; the
+// local engine never calls it): attempt n >= 1 while the n-th retry waits or runs, 0 once the
+// server answers again.
+struct RetryEvent {
+    RequestId id = 0;
+    int attempt = 0;
+    std::string reason;                  // why the last attempt failed ("" when attempt == 0)
+};
+
 class RequestSink {
 public:
     virtual ~RequestSink() = default;
     virtual void on_token(const TokenEvent& event) = 0;
     virtual void on_finish(const FinishEvent& event) = 0;  // exactly once per request
+    virtual void on_retry(const RetryEvent&) {}           // before on_finish, any number of times
 };
 
 // Published after every engine step.
