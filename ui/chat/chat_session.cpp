@@ -95,7 +95,7 @@ void ChatSession::on_drained(const DrainBatch& batch) {
     bool touched = false;
     for (const auto& t : batch.tokens) {
         auto it = target_of_.find(t.ticket);
-        if (it != target_of_.end() && transcripts_.count(it->second)) touched |= transcripts_[it->second]->appendDelta(t.ticket, t.text);
+        if (it != target_of_.end() && transcripts_.count(it->second)) touched |= transcripts_[it->second]->appendDelta(t.ticket, t.token.text);
     }
     for (const auto& f : batch.finishes) {
         auto it = target_of_.find(f.ticket);
