@@ -153,6 +153,14 @@ private Q_SLOTS:
             for (QDockWidget* d : window_->findChildren<QDockWidget*>())
                 parts << QStringLiteral("%1 %2").arg(d->windowTitle()).arg(d->minimumSizeHint().width());
             parts << QStringLiteral("tabs %1").arg(window_->centralWidget()->minimumSizeHint().width());
+            for (auto* pages : window_->findChildren<QTabWidget*>())
+                for (int i = 0; i < pages->count(); ++i)
+                    parts << QStringLiteral("page '%1' %2").arg(pages->tabText(i)).arg(pages->widget(i)->minimumSizeHint().width());
+            for (QDockWidget* d : window_->findChildren<QDockWidget*>())
+                if (d->widget())
+                    for (QWidget* c : d->widget()->findChildren<QWidget*>(QString(), Qt::FindDirectChildrenOnly))
+                        if (c->minimumSizeHint().width() > 300)
+                            parts << QStringLiteral("%1/%2 %3").arg(d->windowTitle(), QString::fromLatin1(c->metaObject()->className())).arg(c->minimumSizeHint().width());
             problems << QStringLiteral("tab %1: minimum %2x%3 (%4)").arg(int(tab)).arg(minimum.width()).arg(minimum.height()).arg(parts.join(QStringLiteral(", ")));
         }
         QApplication::setFont(before);

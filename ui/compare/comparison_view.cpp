@@ -4,6 +4,7 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QScrollArea>
 #include <QTabWidget>
 #include <QEvent>
 #include <QVBoxLayout>
@@ -24,8 +25,14 @@ ComparisonView::ComparisonView(RequestTableModel* model, QWidget* parent) : QWid
     pages_->setAccessibleName(tr("Comparison pages"));
     pages_->setDocumentMode(true);
     outer->addWidget(pages_);
+    // The composer and blend rows ask ~690 px under GNOME's 11 pt font: the page scrolls sideways
+    // rather than push the window past a 1280 px screen (test_ui_window_fit_fake_engine).
     auto* generations = new QWidget(pages_);
-    pages_->addTab(generations, tr("Generations"));
+    auto* generations_scroll = new QScrollArea(pages_);
+    generations_scroll->setWidget(generations);
+    generations_scroll->setWidgetResizable(true);
+    generations_scroll->setFrameShape(QFrame::NoFrame);
+    pages_->addTab(generations_scroll, tr("Generations"));
     auto* layout = new QVBoxLayout(generations);
     auto* top = new QHBoxLayout;
     auto* label = new QLabel(tr("Comparison"), this);
