@@ -12,6 +12,7 @@ Assertions fail with a message and exit status 1; results go to stdout as JSON.
 import json
 import sys
 
+import httpx
 import openai
 import requests
 
@@ -26,7 +27,12 @@ def fail(message):
 
 
 def client_for(url):
-    return openai.OpenAI(api_key="unused", base_url=url + "/v1", timeout=120, max_retries=0)
+    # No pooled connections: serve closes a connection idle for --keep-alive-seconds (5 s), and
+    # httpx reusing one just as it closes fails the request (seen once in a loaded full-suite run).
+    # A fresh connection per request keeps max_retries=0 honest: nothing is sent twice.
+    http_client = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0), timeout=120)
+    return openai.OpenAI(api_key="unused", base_url=url + "/v1", timeout=120, max_retries=0,
+                         http_client=http_client)
 
 
 def ids_of(entries):
