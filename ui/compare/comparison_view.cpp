@@ -4,7 +4,6 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QScrollArea>
 #include <QTabWidget>
 #include <QEvent>
 #include <QVBoxLayout>
@@ -15,6 +14,7 @@
 #include "compare/token_columns.h"
 #include "compare/token_stream_view.h"
 #include "requests/request_table_model.h"
+#include "common/side_scroll.h"
 
 namespace lorascope::ui {
 
@@ -28,11 +28,7 @@ ComparisonView::ComparisonView(RequestTableModel* model, QWidget* parent) : QWid
     // The composer and blend rows ask ~690 px under GNOME's 11 pt font: the page scrolls sideways
     // rather than push the window past a 1280 px screen (test_ui_window_fit_fake_engine).
     auto* generations = new QWidget(pages_);
-    auto* generations_scroll = new QScrollArea(pages_);
-    generations_scroll->setWidget(generations);
-    generations_scroll->setWidgetResizable(true);
-    generations_scroll->setFrameShape(QFrame::NoFrame);
-    pages_->addTab(generations_scroll, tr("Generations"));
+    pages_->addTab(sideScrolling(generations, pages_), tr("Generations"));
     auto* layout = new QVBoxLayout(generations);
     auto* top = new QHBoxLayout;
     auto* label = new QLabel(tr("Comparison"), this);

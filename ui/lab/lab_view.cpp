@@ -29,6 +29,7 @@
 #include "lab/lab_workload_form.h"
 #include "lorascope/error.h"
 #include "lorascope/workload.h"
+#include "common/side_scroll.h"
 
 namespace lorascope::ui {
 
@@ -57,11 +58,7 @@ LabView::LabView(EngineBridge* bridge, EngineFactory factory, QWidget* parent)
     pages_->addTab(buildResultsPage(), tr("Results"));
     // Its sweep row and two charts ask ~680 px under GNOME's 11 pt font: it scrolls sideways rather
     // than push the window past a 1280 px screen (test_ui_window_fit_fake_engine).
-    auto* frontier_scroll = new QScrollArea(pages_);
-    frontier_scroll->setWidget(frontier_);
-    frontier_scroll->setWidgetResizable(true);
-    frontier_scroll->setFrameShape(QFrame::NoFrame);
-    pages_->addTab(frontier_scroll, tr("Frontier"));
+    pages_->addTab(sideScrolling(frontier_, pages_), tr("Frontier"));
     outer->addWidget(pages_, 1);
     setMinStepMs(0);
 
@@ -106,11 +103,7 @@ QWidget* LabView::buildSetupPage() {
     right->addWidget(goodput_);
     right->addStretch(1);
     columns->addLayout(right);
-    auto* scroll = new QScrollArea(this);
-    scroll->setWidget(page);
-    scroll->setWidgetResizable(true);
-    scroll->setFrameShape(QFrame::NoFrame);
-    return scroll;
+    return sideScrolling(page, this);
 }
 
 QWidget* LabView::buildSummaryTable() {

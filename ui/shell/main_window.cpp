@@ -47,6 +47,7 @@
 #include "requests/results_export.h"
 #include "shell/error_reporter.h"
 #include "shell/window_settings.h"
+#include "common/side_scroll.h"
 
 namespace lorascope::ui {
 
@@ -159,11 +160,7 @@ void MainWindow::buildLayout(EngineFactory lab_factory) {
     chat_ = new ChatView(bridge_, this);   // last, so that the other tabs keep their places
     // Its row of turn buttons asks ~720 px under GNOME's 11 pt font: the page scrolls sideways
     // rather than push the window past a 1280 px screen (test_ui_window_fit_fake_engine).
-    auto* chat_scroll = new QScrollArea(tabs_);
-    chat_scroll->setWidget(chat_);
-    chat_scroll->setWidgetResizable(true);
-    chat_scroll->setFrameShape(QFrame::NoFrame);
-    tabs_->addTab(chat_scroll, tr("Chat"));
+    tabs_->addTab(sideScrolling(chat_, tabs_), tr("Chat"));
     setCentralWidget(tabs_);
     status_ = new QLabel(this);
     statusBar()->addPermanentWidget(status_, 1);
