@@ -192,13 +192,16 @@ private Q_SLOTS:
         QVERIFY(fewer_than_asked > 0);   // top_k 4 rules out the rest: -inf alternatives are not shown
     }
 
-    // The same requests one at a time: the very same tokens and alternatives, bit for bit (the
-    // Llama family: the same tokens and alternative ids, logprobs within 1e-5).
+    // The same requests one at a time: the very same tokens and alternative ids, alternative
+    // logprobs within 1e-5 (HF's own tolerance). Not bit for bit: the last bits follow the batch
+    // the request joined (likely the products' summation order, which BLAS picks by row count;
+    // not traced to one operation). Seen on every family: llama, mistral and qwen2 rows in turn
+    // (CI, 2026-12-01), a sampled T5 row under load (2026-12-02). The count of rows that were bit
+    // for bit is printed.
     void alternatives_batched_equal_alone() {
         QVERIFY(!batched_.empty());
-        int compared = 0;
-        double worst_llama_gap = 0;
-        auto llama_family = [](const std::string& base) { return base == "llama" || base == "mistral" || base == "qwen2"; };
+        int compared = 0, identical = 0;
+        double worst_gap = 0;
         for (const auto& name : kBases) {
             const auto base = lorascope::test::load_lora_base(name);
             auto engine = engine_with_adapters(base);
@@ -210,22 +213,16 @@ private Q_SLOTS:
                 QVERIFY(found != batched_.end());
                 const FinishEvent& batched = found->second;
                 QVERIFY2(alone.token_ids == batched.token_ids, describe(*r).c_str());
-                if (llama_family(name)) {
-                    // The Llama family's steps are not bit-identical between a batch and a request
-                    // alone: the same request differed in the last bits from run to run with the
-                    // batch it joined (CI, 2026-12-02: llama, mistral and qwen2 rows in turn). Its
-                    // tokens must still be identical and its alternatives within HF's own tolerance.
-                    const double gap = alternatives_gap(alone.alternatives, batched.alternatives);
-                    worst_llama_gap = std::max(worst_llama_gap, gap);
-                    QVERIFY2(gap <= 1e-5, (describe(*r) + ": " + std::to_string(gap)).c_str());
-                } else {
-                    QVERIFY2(same_alternatives(alone.alternatives, batched.alternatives), describe(*r).c_str());
-                }
+                const double gap = alternatives_gap(alone.alternatives, batched.alternatives);
+                worst_gap = std::max(worst_gap, gap);
+                QVERIFY2(gap <= 1e-5, (describe(*r) + ": " + std::to_string(gap)).c_str());
+                identical += same_alternatives(alone.alternatives, batched.alternatives) ? 1 : 0;
                 ++compared;
             }
         }
         QVERIFY(compared >= 50);
-        qInfo("Llama family, batched against alone: largest alternative logprob difference %.3g", worst_llama_gap);
+        qInfo("batched against alone: %d of %d rows bit for bit, largest alternative logprob difference %.3g",
+              identical, compared, worst_gap);
     }
 
     // Decoder-only: each prompt token given those before it (the first has none); encoder-decoder:
