@@ -217,26 +217,43 @@ private Q_SLOTS:
         QVERIFY(fork.prompt.endsWith(QString::fromStdString(origin.tokens[4].alternatives[2].text)));
     }
 
-    void anEncoderDecoderForkIsRefusedSayingWhy() {
+    // An encoder-decoder keeps its encoder input and forces the tokens at its decoder's start.
+    void anEncoderDecoderForkForcesTheDecoderPrefix() {
         auto w = comparedWindow();   // the fake's T5
         QVERIFY(w);
-        TokenStreamView* column = w->comparisonView()->columnView(0);
-        hover(column, centreOfToken(column, 1));
+        const RequestRecord origin = w->requestModel()->recordAt(1);   // lora-a
+        TokenStreamView* column = w->comparisonView()->columnView(1);
+        hover(column, centreOfToken(column, 2));
         AlternativesPopup* popup = column->alternativesPopup();
         QTRY_VERIFY(popup->isVisible());
         QTest::mouseClick(popup, Qt::LeftButton, {}, popup->rowRect(1).center());
-        QCOMPARE(w->requestModel()->rowCount(), 2);   // nothing submitted
-        auto* box = w->findChild<QMessageBox*>(QLatin1String(DialogErrorReporter::kObjectName));
-        QVERIFY(box);
-        QVERIFY2(box->text().contains(QStringLiteral("encoder-decoder")) ||
-                     box->informativeText().contains(QStringLiteral("encoder-decoder")),
-                 qPrintable(box->text()));
-        // Clicking the chosen token's own row forks nothing.
-        box->close();
+        QCOMPARE(w->findChild<QMessageBox*>(QLatin1String(DialogErrorReporter::kObjectName)), nullptr);
+        QCOMPARE(w->requestModel()->rowCount(), 3);
+        const Request sent = engines_->back()->submitted().back();
+        QCOMPARE(*sent.prompt, origin.prompt.toStdString());   // the same encoder input
+        QVERIFY(sent.input_ids.empty());
+        const std::vector<int64_t> forced = {origin.tokens[0].token_id, origin.tokens[1].token_id,
+                                             origin.tokens[2].alternatives[1].token_id};
+        QCOMPARE(sent.decoder_prefix_ids, forced);
+        QCOMPARE(sent.adapter, std::string("lora-a"));
+        QCOMPARE(sent.params.max_new_tokens, origin.params.max_new_tokens);
+        const RequestRecord& fork = w->requestModel()->recordAt(2);
+        QCOMPARE(fork.forked_from, origin.client_id + QStringLiteral(" @ token 3"));
+        QCOMPARE(fork.compare_group, origin.compare_group);
+        QVERIFY2(fork.prompt.startsWith(origin.prompt + QStringLiteral(" → ")) &&
+                     fork.prompt.endsWith(QString::fromStdString(origin.tokens[2].alternatives[1].text)),
+                 qPrintable(fork.prompt));
+        QTRY_COMPARE_WITH_TIMEOUT(w->comparisonView()->columnCount(), 3, 5000);   // beside its origin
+        QTRY_COMPARE_WITH_TIMEOUT(w->requestModel()->unfinishedCount(), 0, 5000);
+        QCOMPARE(w->requestModel()->recordAt(2).status, RequestStatus::Finished);
+        const int rows_before = w->requestModel()->rowCount();
+        // Clicking the chosen token's own row forks nothing (the fork rebuilt the columns).
+        column = w->comparisonView()->columnView(1);
         hover(column, centreOfToken(column, 1));
-        QTRY_VERIFY(popup->isVisible());
+        popup = column->alternativesPopup();
+        QTRY_VERIFY(popup && popup->isVisible());
         QTest::mouseClick(popup, Qt::LeftButton, {}, popup->rowRect(0).center());
-        QCOMPARE(w->requestModel()->rowCount(), 2);
+        QCOMPARE(w->requestModel()->rowCount(), rows_before);
     }
 
     void theSurpriseViewShadesAPromptUnderEachTarget() {

@@ -133,6 +133,9 @@ public:
         QString refused;
         if (!request.prompt && !request.conversation)
             refused = QStringLiteral("a remote server takes prompt text or a conversation, not token ids");
+        else if (!request.decoder_prefix_ids.empty())
+            refused = QStringLiteral("a forced decoder prefix (a fork of an encoder-decoder request) is not offered by "
+                                     "the %1 API").arg(dialect_name());
         else if (const QString what = unsupported(request.params, link_->endpoint_.dialect); !what.isEmpty())
             refused = QStringLiteral("%1 is not offered by the %2 API").arg(what, dialect_name());
         if (refused.isEmpty()) {
