@@ -62,8 +62,8 @@ std::optional<Request> blendOf(const std::vector<const RequestRecord*>& group, c
     return std::nullopt;
 }
 
-void askForPromptTokens(Request& request, bool encoder_decoder) {
-    if (!encoder_decoder && request.params.top_alternatives.value_or(0) > 0) request.params.prompt_logprobs = true;
+void askForPromptTokens(Request& request, bool encoder_decoder, bool remote) {
+    if (!encoder_decoder && !remote && request.params.top_alternatives.value_or(0) > 0) request.params.prompt_logprobs = true;
 }
 
 }  // namespace lorascope::ui

@@ -34,6 +34,8 @@ std::optional<Request> blendOf(const std::vector<const RequestRecord*>& group, c
 
 // Decoder-only requests that report alternatives also ask for their prompt's tokens (with their
 // log-probabilities, which the surprise view shows), so that any of their tokens can be forked.
-void askForPromptTokens(Request& request, bool encoder_decoder);
+// Not to a remote server (`remote`): it takes no token ids to fork from, and LoRAX answers
+// decoder_input_details only unstreamed.
+void askForPromptTokens(Request& request, bool encoder_decoder, bool remote = false);
 
 }  // namespace lorascope::ui
