@@ -215,6 +215,42 @@ private Q_SLOTS:
         QVERIFY2(w->comparisonView()->columnTitle(2).contains(QStringLiteral("fork of ") + origin.client_id),
                  qPrintable(w->comparisonView()->columnTitle(2)));
         QVERIFY(fork.prompt.endsWith(QString::fromStdString(origin.tokens[4].alternatives[2].text)));
+
+        // Its differences are marked where its tokens stand: after the five forced ones, so its
+        // token i is compared with the reference's (the base model's) token 5 + i.
+        QTRY_COMPARE_WITH_TIMEOUT(w->requestModel()->unfinishedCount(), 0, 5000);
+        const RequestRecord& done = w->requestModel()->recordAt(2);
+        const RequestRecord& base = w->requestModel()->recordAt(0);
+        QCOMPARE(done.fork_offset, 5);
+        int aligned = 0, unaligned = 0;
+        for (size_t i = 0; i < done.tokens.size(); ++i) {
+            if (i + 5 < base.tokens.size()) aligned += base.tokens[i + 5].token_id != done.tokens[i].token_id;
+            if (i < base.tokens.size()) unaligned += base.tokens[i].token_id != done.tokens[i].token_id;
+        }
+        QVERIFY(aligned != unaligned);   // the test tells the two apart
+        QCOMPARE(w->comparisonView()->columnView(2)->differingTokens(), aligned);
+        if (qEnvironmentVariableIsSet("LORASCOPE_TEST_GRAB_DIR"))   // for looking at it
+            w->comparisonView()->grab().save(qEnvironmentVariable("LORASCOPE_TEST_GRAB_DIR") + QStringLiteral("/fork.png"));
+    }
+
+    // A column's highlights at an offset (a fork's): token i against the reference's offset + i.
+    void highlightsCompareAtTheColumnsOffset() {
+        auto tokens = [](std::vector<int64_t> ids) {
+            std::vector<StreamedToken> out;
+            for (int64_t id : ids) {
+                StreamedToken t;
+                t.token_id = id;
+                t.text = QStringLiteral(" w%1").arg(id);
+                out.push_back(t);
+            }
+            return out;
+        };
+        const auto reference = tokens({1, 2, 3, 4, 5, 6});
+        TokenStreamView view;
+        view.setTokens(tokens({4, 9, 6, 7}), &reference, 3);
+        QCOMPARE(view.differingTokens(), 1);   // 9 against 5; 7 is past the reference's end
+        view.setTokens(tokens({4, 9, 6, 7}), &reference);
+        QCOMPARE(view.differingTokens(), 4);
     }
 
     // An encoder-decoder keeps its encoder input and forces the tokens at its decoder's start.

@@ -47,6 +47,7 @@ ForkPlan planFork(const RequestRecord& from, int position, const TokenAlternativ
     // An encoder-decoder scores a target it was given, which the fork has not.
     if (encoder_decoder) plan.request.params.prompt_logprobs.reset();
     plan.origin = QStringLiteral("%1 @ token %2").arg(from.client_id).arg(position + 1);
+    plan.offset = from.fork_offset + position + 1;   // a fork of a fork continues further along
     return plan;
 }
 

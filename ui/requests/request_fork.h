@@ -19,6 +19,7 @@ struct ForkPlan {
     QString origin;    // "<client id> @ token N" (N counted from 1), for the new row
     QString prompt;    // what the new row shows as its prompt: the text it continues
     QString refusal;   // non-empty: no fork is possible, and why (the rest is unset)
+    int offset = 0;    // the forced tokens: the new row's output begins at this position of its origin's
 };
 
 // `position`: the index of the generated token to replace. A decoder-only model continues from

@@ -384,7 +384,7 @@ Ticket MainWindow::forkRequest(Ticket from, int position, const TokenAlternative
     }
     // In the comparison of its origin, so that the fork streams beside the columns it came from.
     const Ticket ticket = bridge_->submit(std::move(plan.request), record->compare_group);
-    if (ticket) requests_->setForkedFrom(ticket, plan.origin, plan.prompt);
+    if (ticket) requests_->setForkedFrom(ticket, plan.origin, plan.prompt, plan.offset);
     refreshStatus();
     return ticket;
 }
