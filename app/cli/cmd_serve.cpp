@@ -199,7 +199,10 @@ json info_json(const Engine& engine, const serve::ServedModel& model, const Engi
 serve::ServedModel served_model(const Engine& engine, const EngineOptions& e, const ExpandedArgs& expanded) {
     serve::ServedModel model;
     model.model_id = model_id_for(e.model_dir, expanded);
-    for (const auto& a : engine.adapters()) model.adapters.push_back(a.name);
+    for (const auto& a : engine.adapters()) {
+        model.adapters.push_back(a.name);
+        model.adapter_ranks[a.name] = a.rank;
+    }
     model.generation_config = engine.generation_config();
     const ModelConfig& config = engine.model_config();
     model.encoder_decoder = config.is_encoder_decoder();

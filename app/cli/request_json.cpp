@@ -42,7 +42,8 @@ std::vector<int64_t> integer_list(const json& v, const std::string& source, cons
     return out;
 }
 
-// The fields of issue 32: a merge of adapters, and the target an encoder-decoder model scores.
+// The fields of issue 32: a merge of adapters, the target an encoder-decoder model scores, and the
+// tokens forced at the start of its decoder (a fork).
 void parse_inspection_fields(const json& r, const std::string& source, Request& request) {
     if (r.contains("merged_adapters") && !r["merged_adapters"].is_null()) {
         if (!r["merged_adapters"].is_object())
@@ -58,6 +59,8 @@ void parse_inspection_fields(const json& r, const std::string& source, Request& 
         request.target = r["target"].get<std::string>();
     }
     if (r.contains("target_ids")) request.target_ids = integer_list(r["target_ids"], source, "target_ids");
+    if (r.contains("decoder_prefix_ids"))
+        request.decoder_prefix_ids = integer_list(r["decoder_prefix_ids"], source, "decoder_prefix_ids");
 }
 
 }  // namespace
@@ -80,7 +83,7 @@ std::optional<std::string> local_adapter_path(const json& r, const std::string& 
 Request parse_request(const json& r, const std::string& source, std::string_view line_text) {
     static const char* const known[] = {"id", "prompt", "input_ids", "params", "adapter", "messages", "tools",
                                         "chat_template_kwargs", "merged_adapters", "adapter_source", "target",
-                                        "target_ids"};
+                                        "target_ids", "decoder_prefix_ids"};
     for (const auto& item : r.items()) {
         const auto& k = item.key();
         if (std::find(std::begin(known), std::end(known), k) == std::end(known))

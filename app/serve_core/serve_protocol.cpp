@@ -134,6 +134,12 @@ void parse_lorax_adapter(const json& p, ParsedRequest& r, const ServedModel& mod
         for (const auto& id : merge.ids)
             if (resolve_adapter(id, model, "merged_adapters.ids").empty())
                 invalid("`merged_adapters.ids`: the base model has no adapter factors to merge");
+        // Refused now, as PEFT refuses it, rather than as a 424 once the engine admits the request.
+        try {
+            check_merge_ranks(merge, model.adapter_ranks, "merged_adapters");
+        } catch (const Error& e) {
+            invalid(e.what());
+        }
         r.adapter_label = merge_name(merge);
         r.request.merge = std::move(merge);
         return;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -41,6 +42,7 @@ nlohmann::json error_body(const std::string& message, const std::string& error_t
 struct ServedModel {
     std::string model_id;                  // /info's model_id; OpenAI's `model` naming the base
     std::vector<std::string> adapters;     // names loaded at start-up (--adapter)
+    std::map<std::string, int64_t> adapter_ranks;   // their r: a merge of unequal ones is refused (422)
     GenerationConfig generation_config;
     bool encoder_decoder = true;
     std::optional<int64_t> decoder_start_token_id;

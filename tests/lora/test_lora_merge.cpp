@@ -162,6 +162,44 @@ private Q_SLOTS:
         QVERIFY_THROWS_EXCEPTION(lorascope::Error, unlimited.declare_merge(two_of("m_a", "m_b")));
     }
 
+    // PEFT's refusal of unequal ranks is known from the adapters' configs: the engine refuses such a
+    // merge at submit, before admission. Paused, it never steps, yet the request finishes, and the
+    // registry refuses the merge when it is declared, without building anything.
+    void a_merge_of_unequal_ranks_is_refused_at_submit() {
+        const auto base = lorascope::test::load_lora_base("bloom");
+        auto engine = lorascope::test::make_engine(base.model_dir);
+        engine->load_adapter("m_a", merge_adapter_dir("bloom", "m_a"));
+        engine->load_adapter("all", base.adapter_dir("all"));   // r = 8 against m_a's 4
+        int64_t steps = 0;
+        engine->set_stats_listener([&](const lorascope::StepStats&) { ++steps; });
+        engine->set_paused(true);
+        auto sink = std::make_shared<lorascope::test::CollectingSink>();
+        Request r = greedy(base.records["prompts"][1], 4);
+        AdapterMerge merge = two_of("m_a", "all");
+        merge.strategy = lorascope::MergeStrategy::Ties;
+        r.merge = merge;
+        const lorascope::RequestId id = engine->submit(std::move(r), sink);
+        QVERIFY2(sink->wait_until(id, std::chrono::seconds(120)), "a refused merge waited for admission");
+        const auto f = sink->get(id).finishes.at(0);
+        QCOMPARE(f.reason, FinishReason::Error);
+        QVERIFY2(f.error.find("same r") != std::string::npos && f.error.find("'m_a' has r 4, 'all' r 8") != std::string::npos,
+                 f.error.c_str());
+        QVERIFY2(f.error.find('\n') == std::string::npos, f.error.c_str());
+        QCOMPARE(steps, int64_t(0));
+        engine->set_paused(false);
+
+        const auto model = lorascope::models::load_model(base.model_dir);
+        lorascope::adapters::AdapterRegistry registry(*model);
+        registry.load("m_a", merge_adapter_dir("bloom", "m_a"));
+        registry.load("all", base.adapter_dir("all"));
+        QVERIFY_THROWS_EXCEPTION(lorascope::Error, registry.declare_merge(two_of("m_a", "all")));
+        QCOMPARE(registry.merges_built(), int64_t(0));
+        std::map<std::string, int64_t> ranks = {{"a", 8}, {"b", 8}, {"c", 4}};
+        lorascope::check_merge_ranks(two_of("a", "b"), ranks);
+        lorascope::check_merge_ranks(two_of("a", "unknown"), ranks);   // unknown ids are the caller's to report
+        QVERIFY_THROWS_EXCEPTION(lorascope::Error, lorascope::check_merge_ranks(two_of("b", "c"), ranks));
+    }
+
     void refused_merges_say_why() {
         const auto base = lorascope::test::load_lora_base("bloom");
         auto engine = lorascope::test::make_engine(base.model_dir);

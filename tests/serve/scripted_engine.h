@@ -101,7 +101,8 @@ private:
 inline serve::ServedModel scripted_served_model(int64_t max_batch_tokens) {
     serve::ServedModel m;
     m.model_id = "demo-t5";
-    m.adapters = {"upper"};
+    m.adapters = {"upper", "sort"};
+    m.adapter_ranks = {{"upper", 4}, {"sort", 16}};   // as the demo T5's
     m.decoder_start_token_id = 0;
     m.budget.max_batch_tokens = max_batch_tokens;
     return m;

@@ -146,7 +146,7 @@ def run_inspect(url, cases_path):
             except ValidationError as e:
                 message = str(e)
             body = expect_error(post_raw(url, "/generate", json.dumps({"inputs": inputs, "parameters": params})),
-                                422, "validation", "adapter_id", "case %s" % cid)
+                                422, "validation", case.get("says", "adapter_id"), "case %s" % cid)
             print(json.dumps({"case": cid, "mode": "refused", "client_error": message, "body": body}), flush=True)
             continue
         r = client.generate(inputs, details=True, **inspection_kwargs(params, False))

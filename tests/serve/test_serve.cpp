@@ -103,6 +103,10 @@ json inspection_cases() {
          {"parameters", {{"adapter_source", "local"}, {"adapter_id", "../t5/adapters/upper"}}}},
         {{"id", "outside_absolute"}, {"inputs", "8 0 9 9 ="}, {"refused", true},
          {"parameters", {{"adapter_source", "local"}, {"adapter_id", "/etc"}}}},
+        // shout has r 4, plus-one r 8: PEFT refuses the merge, and so does serve before admitting it.
+        {{"id", "merge_unequal_ranks"}, {"inputs", "8 0 9 9 ="}, {"refused", true}, {"says", "same r"},
+         {"parameters", {{"merged_adapters", {{"ids", {"plus-one", "shout"}}, {"weights", {0.5, 0.5}},
+                                                {"merge_strategy", "linear"}, {"density", 1.0}}}}}},
     });
 }
 
@@ -322,7 +326,7 @@ private Q_SLOTS:
             }
             check_inspection_case(c, expected.at(id), served);
         }
-        QCOMPARE(served.size(), size_t(14));   // 7 generate, 4 generate_stream, 1 raw_stream, 2 refused
+        QCOMPARE(served.size(), size_t(15));   // 7 generate, 4 generate_stream, 1 raw_stream, 3 refused
         QCOMPARE(bloom.stop(), 0);
     }
 

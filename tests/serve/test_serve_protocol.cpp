@@ -99,6 +99,10 @@ private Q_SLOTS:
         QTest::newRow("merge unknown") << R"({"merged_adapters": {"ids": ["upper", "nope"]}})" << "\"nope\" is not an adapter";
         QTest::newRow("merge strategy") << R"({"merged_adapters": {"ids": ["upper"], "merge_strategy": "cat"}})" << "merge_strategy";
         QTest::newRow("merge base") << R"({"merged_adapters": {"ids": ["demo-t5"]}})" << "the base model has no adapter factors";
+        // PEFT's add_weighted_adapter refuses unequal ranks for every strategy: 422 now, not 424 later.
+        QTest::newRow("merge ranks") << R"({"merged_adapters": {"ids": ["upper", "sort"], "merge_strategy": "ties"}})"
+                                     << "merged_adapters: every adapter of a merge must have the same r (as PEFT's "
+                                        "add_weighted_adapter requires): 'upper' has r 4, 'sort' r 16";
     }
 
     void lorax_inspection_fields_map_onto_the_engine() {

@@ -215,28 +215,81 @@ private Q_SLOTS:
         QVERIFY2(w->comparisonView()->columnTitle(2).contains(QStringLiteral("fork of ") + origin.client_id),
                  qPrintable(w->comparisonView()->columnTitle(2)));
         QVERIFY(fork.prompt.endsWith(QString::fromStdString(origin.tokens[4].alternatives[2].text)));
+
+        // Its differences are marked where its tokens stand: after the five forced ones, so its
+        // token i is compared with the reference's (the base model's) token 5 + i.
+        QTRY_COMPARE_WITH_TIMEOUT(w->requestModel()->unfinishedCount(), 0, 5000);
+        const RequestRecord& done = w->requestModel()->recordAt(2);
+        const RequestRecord& base = w->requestModel()->recordAt(0);
+        QCOMPARE(done.fork_offset, 5);
+        int aligned = 0, unaligned = 0;
+        for (size_t i = 0; i < done.tokens.size(); ++i) {
+            if (i + 5 < base.tokens.size()) aligned += base.tokens[i + 5].token_id != done.tokens[i].token_id;
+            if (i < base.tokens.size()) unaligned += base.tokens[i].token_id != done.tokens[i].token_id;
+        }
+        QVERIFY(aligned != unaligned);   // the test tells the two apart
+        QCOMPARE(w->comparisonView()->columnView(2)->differingTokens(), aligned);
+        if (qEnvironmentVariableIsSet("LORASCOPE_TEST_GRAB_DIR"))   // for looking at it
+            w->comparisonView()->grab().save(qEnvironmentVariable("LORASCOPE_TEST_GRAB_DIR") + QStringLiteral("/fork.png"));
     }
 
-    void anEncoderDecoderForkIsRefusedSayingWhy() {
+    // A column's highlights at an offset (a fork's): token i against the reference's offset + i.
+    void highlightsCompareAtTheColumnsOffset() {
+        auto tokens = [](std::vector<int64_t> ids) {
+            std::vector<StreamedToken> out;
+            for (int64_t id : ids) {
+                StreamedToken t;
+                t.token_id = id;
+                t.text = QStringLiteral(" w%1").arg(id);
+                out.push_back(t);
+            }
+            return out;
+        };
+        const auto reference = tokens({1, 2, 3, 4, 5, 6});
+        TokenStreamView view;
+        view.setTokens(tokens({4, 9, 6, 7}), &reference, 3);
+        QCOMPARE(view.differingTokens(), 1);   // 9 against 5; 7 is past the reference's end
+        view.setTokens(tokens({4, 9, 6, 7}), &reference);
+        QCOMPARE(view.differingTokens(), 4);
+    }
+
+    // An encoder-decoder keeps its encoder input and forces the tokens at its decoder's start.
+    void anEncoderDecoderForkForcesTheDecoderPrefix() {
         auto w = comparedWindow();   // the fake's T5
         QVERIFY(w);
-        TokenStreamView* column = w->comparisonView()->columnView(0);
-        hover(column, centreOfToken(column, 1));
+        const RequestRecord origin = w->requestModel()->recordAt(1);   // lora-a
+        TokenStreamView* column = w->comparisonView()->columnView(1);
+        hover(column, centreOfToken(column, 2));
         AlternativesPopup* popup = column->alternativesPopup();
         QTRY_VERIFY(popup->isVisible());
         QTest::mouseClick(popup, Qt::LeftButton, {}, popup->rowRect(1).center());
-        QCOMPARE(w->requestModel()->rowCount(), 2);   // nothing submitted
-        auto* box = w->findChild<QMessageBox*>(QLatin1String(DialogErrorReporter::kObjectName));
-        QVERIFY(box);
-        QVERIFY2(box->text().contains(QStringLiteral("encoder-decoder")) ||
-                     box->informativeText().contains(QStringLiteral("encoder-decoder")),
-                 qPrintable(box->text()));
-        // Clicking the chosen token's own row forks nothing.
-        box->close();
+        QCOMPARE(w->findChild<QMessageBox*>(QLatin1String(DialogErrorReporter::kObjectName)), nullptr);
+        QCOMPARE(w->requestModel()->rowCount(), 3);
+        const Request sent = engines_->back()->submitted().back();
+        QCOMPARE(*sent.prompt, origin.prompt.toStdString());   // the same encoder input
+        QVERIFY(sent.input_ids.empty());
+        const std::vector<int64_t> forced = {origin.tokens[0].token_id, origin.tokens[1].token_id,
+                                             origin.tokens[2].alternatives[1].token_id};
+        QCOMPARE(sent.decoder_prefix_ids, forced);
+        QCOMPARE(sent.adapter, std::string("lora-a"));
+        QCOMPARE(sent.params.max_new_tokens, origin.params.max_new_tokens);
+        const RequestRecord& fork = w->requestModel()->recordAt(2);
+        QCOMPARE(fork.forked_from, origin.client_id + QStringLiteral(" @ token 3"));
+        QCOMPARE(fork.compare_group, origin.compare_group);
+        QVERIFY2(fork.prompt.startsWith(origin.prompt + QStringLiteral(" → ")) &&
+                     fork.prompt.endsWith(QString::fromStdString(origin.tokens[2].alternatives[1].text)),
+                 qPrintable(fork.prompt));
+        QTRY_COMPARE_WITH_TIMEOUT(w->comparisonView()->columnCount(), 3, 5000);   // beside its origin
+        QTRY_COMPARE_WITH_TIMEOUT(w->requestModel()->unfinishedCount(), 0, 5000);
+        QCOMPARE(w->requestModel()->recordAt(2).status, RequestStatus::Finished);
+        const int rows_before = w->requestModel()->rowCount();
+        // Clicking the chosen token's own row forks nothing (the fork rebuilt the columns).
+        column = w->comparisonView()->columnView(1);
         hover(column, centreOfToken(column, 1));
-        QTRY_VERIFY(popup->isVisible());
+        popup = column->alternativesPopup();
+        QTRY_VERIFY(popup && popup->isVisible());
         QTest::mouseClick(popup, Qt::LeftButton, {}, popup->rowRect(0).center());
-        QCOMPARE(w->requestModel()->rowCount(), 2);
+        QCOMPARE(w->requestModel()->rowCount(), rows_before);
     }
 
     void theSurpriseViewShadesAPromptUnderEachTarget() {

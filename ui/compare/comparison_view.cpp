@@ -148,15 +148,17 @@ void ComparisonView::refresh() {
     }
     if (columns_->columns().size() != model_->ticketsInGroup(group_).size()) { rebuildColumns(); return; }
     const RequestRecord* reference = nullptr;
+    // The base model's own column (a fork of it is no reference: its tokens start elsewhere).
     for (const auto& c : columns_->columns())
-        if (const RequestRecord* r = model_->record(c.ticket); r && r->adapter.isEmpty()) reference = r;
+        if (const RequestRecord* r = model_->record(c.ticket); r && r->adapter.isEmpty() && r->forked_from.isEmpty() && !reference)
+            reference = r;
     if (!reference && columns_->count()) reference = model_->record(columns_->at(0).ticket);
     for (auto& c : columns_->columns()) {
         const RequestRecord* r = model_->record(c.ticket);
         if (!r) continue;
         const bool is_reference = r == reference;
         TokenColumns::setTitle(c, titleOf(*r));   // a fork learns its origin after its column exists
-        c.view->setTokens(r->tokens, is_reference || !reference ? nullptr : &reference->tokens);
+        c.view->setTokens(r->tokens, is_reference || !reference ? nullptr : &reference->tokens, size_t(r->fork_offset));
         QString stats = tr("%1 · %2 tokens").arg(statusLabel(r->status)).arg(r->generatedTokens());
         if (is_reference) stats += tr(" · reference");
         else stats += tr(" · %n differ", nullptr, c.view->differingTokens());

@@ -26,14 +26,16 @@ TokenStreamView::TokenStreamView(QWidget* parent) : QWidget(parent) {
     setAccessibleName(tr("Generated tokens"));
 }
 
-void TokenStreamView::setTokens(const std::vector<StreamedToken>& tokens, const std::vector<StreamedToken>* reference) {
+void TokenStreamView::setTokens(const std::vector<StreamedToken>& tokens, const std::vector<StreamedToken>* reference,
+                                size_t offset) {
     tokens_ = tokens;
     differs_.assign(tokens_.size(), false);
     differing_ = 0;
     if (reference) {
         for (size_t i = 0; i < tokens_.size(); ++i) {
             // Past the reference's end a token counts as different only once the reference stopped.
-            const bool differs = i < reference->size() ? (*reference)[i].token_id != tokens_[i].token_id : false;
+            const size_t at = offset + i;
+            const bool differs = at < reference->size() ? (*reference)[at].token_id != tokens_[i].token_id : false;
             differs_[i] = differs;
             differing_ += differs ? 1 : 0;
         }

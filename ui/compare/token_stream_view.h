@@ -17,8 +17,11 @@ class TokenStreamView : public QWidget {
     Q_OBJECT
 public:
     explicit TokenStreamView(QWidget* parent = nullptr);
-    // Null reference: nothing is highlighted (this is the reference column).
-    void setTokens(const std::vector<StreamedToken>& tokens, const std::vector<StreamedToken>* reference);
+    // Null reference: nothing is highlighted (this is the reference column). `offset`: where these
+    // tokens begin in the reference's output (a fork's, RequestRecord::fork_offset): token i is
+    // compared with the reference's token offset + i.
+    void setTokens(const std::vector<StreamedToken>& tokens, const std::vector<StreamedToken>* reference,
+                   size_t offset = 0);
     int differingTokens() const { return differing_; }
     // Surprise shading (compare/surprise_view.h): each token's background as deep as its logprob
     // is low, none for special tokens (a prompt's first, which has no logprob), no differences.

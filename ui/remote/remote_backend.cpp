@@ -37,6 +37,21 @@ QString unsupported(const GenerationParams& p, RemoteDialect dialect) {
     return {};
 }
 
+// LoRAX's merged_adapters; the seed (DARE's pruning) only where it is not the default, as LoRAX
+// itself has no such field.
+QJsonObject merged_adapters_json(const AdapterMerge& m) {
+    QJsonArray ids, weights;
+    for (const auto& id : m.ids) ids.append(QString::fromStdString(id));
+    for (double w : m.weights) weights.append(w);
+    QJsonObject o{{QStringLiteral("ids"), ids},
+                  {QStringLiteral("weights"), weights},
+                  {QStringLiteral("merge_strategy"), QLatin1String(to_string(m.strategy))},
+                  {QStringLiteral("density"), m.density},
+                  {QStringLiteral("majority_sign_method"), QLatin1String(to_string(m.majority_sign_method))}};
+    if (m.seed != 0) o.insert(QStringLiteral("seed"), static_cast<qint64>(m.seed));
+    return o;
+}
+
 QJsonArray stop_array(const GenerationParams& p) {
     QJsonArray a;
     if (p.stop)
@@ -133,6 +148,16 @@ public:
         QString refused;
         if (!request.prompt && !request.conversation)
             refused = QStringLiteral("a remote server takes prompt text or a conversation, not token ids");
+        else if (!request.decoder_prefix_ids.empty())
+            refused = QStringLiteral("a forced decoder prefix (a fork of an encoder-decoder request) is not offered by "
+                                     "the %1 API").arg(dialect_name());
+        else if (request.target || !request.target_ids.empty())
+            refused = QStringLiteral("scoring a target text is not offered by the %1 API").arg(dialect_name());
+        else if (request.merge && (!lorax_dialect() || request.conversation))
+            refused = QStringLiteral("merged adapters (a blend) are not offered by the %1 API")
+                          .arg(request.conversation ? QStringLiteral("chat") : dialect_name());
+        else if (request.params.prompt_logprobs.value_or(false) && (!lorax_dialect() || request.conversation))
+            refused = QStringLiteral("prompt log-probabilities are asked of a LoRAX server only (decoder_input_details)");
         else if (const QString what = unsupported(request.params, link_->endpoint_.dialect); !what.isEmpty())
             refused = QStringLiteral("%1 is not offered by the %2 API").arg(what, dialect_name());
         if (refused.isEmpty()) {
@@ -146,8 +171,10 @@ public:
                                                                        !request.adapter.empty(),
                                                                        lorax ? QString() : model_id_))
                               .toJson(QJsonDocument::Compact);
-            } else if (link_->endpoint_.dialect == RemoteDialect::Lorax) {
-                s->path = "/generate_stream";
+            } else if (lorax_dialect()) {
+                // LoRAX streams no decoder_input_details: such a request is answered whole.
+                s->whole = request.params.prompt_logprobs.value_or(false);
+                s->path = s->whole ? "/generate" : "/generate_stream";
                 s->body = QJsonDocument(lorax_body(request)).toJson(QJsonDocument::Compact);
             } else {
                 s->path = "/v1/completions";
@@ -220,6 +247,7 @@ public:
     const GenerationConfig& generation_config() const override { return generation_; }
 
 private:
+    bool lorax_dialect() const { return link_->endpoint_.dialect == RemoteDialect::Lorax; }
     QString dialect_name() const { return link_->endpoint_.dialect == RemoteDialect::Lorax ? QStringLiteral("LoRAX") : QStringLiteral("OpenAI"); }
 
     void connect_to_server() {
@@ -261,7 +289,12 @@ private:
     QJsonObject lorax_body(const Request& r) const {
         const GenerationParams& p = r.params;
         QJsonObject params{{QStringLiteral("details"), true}};
-        if (!r.adapter.empty()) params.insert(QStringLiteral("adapter_id"), QString::fromStdString(r.adapter));
+        if (r.merge) params.insert(QStringLiteral("merged_adapters"), merged_adapters_json(*r.merge));
+        else if (!r.adapter.empty()) params.insert(QStringLiteral("adapter_id"), QString::fromStdString(r.adapter));
+        // What the model weighed (issue 32), under LoRAX's names.
+        if (p.top_alternatives && *p.top_alternatives > 0)
+            params.insert(QStringLiteral("return_k_alternatives"), static_cast<qint64>(*p.top_alternatives));
+        if (p.prompt_logprobs.value_or(false)) params.insert(QStringLiteral("decoder_input_details"), true);
         if (p.max_new_tokens) params.insert(QStringLiteral("max_new_tokens"), static_cast<qint64>(*p.max_new_tokens));
         // LoRAX samples whenever a sampling knob is set: send them only when sampling is asked for.
         if (p.do_sample.value_or(generation_.do_sample)) {

@@ -107,7 +107,7 @@ void Link::send(const std::shared_ptr<Link::Stream>& s) {
     s->buffer.clear();
     s->scanned = 0;
     s->error_body.clear();
-    QNetworkReply* reply = manager_for(s)->post(request_for(s->path, true), s->body);
+    QNetworkReply* reply = manager_for(s)->post(request_for(s->path, !s->whole), s->body);
     s->reply = reply;
     reply->setReadBufferSize(2 * kMaxEventBytes);   // Qt holds no more than that unread; we read at each readyRead
     QObject::connect(reply, &QNetworkReply::readyRead, this, [this, s, reply] { guarded(s, [&] { on_ready_read(s, reply); }); });
@@ -181,6 +181,15 @@ void Link::on_finished(const std::shared_ptr<Stream>& s, QNetworkReply* reply) {
                       QStringLiteral("%1 after %2 attempt(s): %3").arg(QString::fromStdString(where(s->path))).arg(s->attempts).arg(why));
     }
     read_events(s, reply);
+    if (s->whole && !s->finished) {
+        QJsonParseError error{};
+        const QJsonDocument doc = QJsonDocument::fromJson(s->buffer, &error);
+        if (error.error != QJsonParseError::NoError || !doc.isObject())
+            return abort_with(s, QStringLiteral("%1: malformed answer (%2): %3")
+                                     .arg(QString::fromStdString(where(s->path)), error.errorString(),
+                                          QString::fromUtf8(s->buffer.left(120))));
+        return on_lorax_whole(s, doc.object());
+    }
     if (!s->finished) {
         if (s->final_text) return finish(s, s->reason, {});
         finish(s, FinishReason::Error,
@@ -217,6 +226,14 @@ void Link::cancel_all() {
 void Link::read_events(const std::shared_ptr<Link::Stream>& s, QNetworkReply* reply) {
     QByteArray more = reply->readAll();
     // JSON escapes its carriage returns, so every raw one is a line end's (CRLF framing).
+    if (s->whole) {   // one JSON answer, read at the end
+        s->buffer += more;
+        if (s->buffer.size() > kMaxEventBytes)
+            abort_with(s, QStringLiteral("%1: an answer longer than %2 MiB (the window's limit)")
+                              .arg(QString::fromStdString(where(s->path)))
+                              .arg(kMaxEventBytes >> 20));
+        return;
+    }
     more.replace('\r', QByteArray());
     s->buffer += more;
     parse_events(s);
@@ -268,7 +285,8 @@ void Link::dispatch_event(const std::shared_ptr<Link::Stream>& s, const QByteArr
     else on_openai_event(s, o);
 }
 
-void Link::emit_token(const std::shared_ptr<Link::Stream>& s, int64_t id, const QString& text, float logprob, bool special) {
+void Link::emit_token(const std::shared_ptr<Link::Stream>& s, int64_t id, const QString& text, float logprob, bool special,
+                      std::vector<TokenAlternative> alternatives) {
     if (!s->first_token_ms) s->first_token_ms = ms_since(s->submitted);
     TokenEvent t;
     t.id = s->id;
@@ -276,8 +294,13 @@ void Link::emit_token(const std::shared_ptr<Link::Stream>& s, int64_t id, const 
     t.text_delta = text.toStdString();
     t.logprob = logprob;
     t.special = special;
+    t.alternatives = std::move(alternatives);
     s->ids.push_back(id);
     s->logprobs.push_back(logprob);
+    if (!t.alternatives.empty()) {
+        s->alternatives.resize(s->ids.size() - 1);   // tokens that came without any keep their place
+        s->alternatives.push_back(t.alternatives);
+    }
     s->streamed += t.text_delta;
     try {
         s->sink->on_token(t);
@@ -285,19 +308,53 @@ void Link::emit_token(const std::shared_ptr<Link::Stream>& s, int64_t id, const 
     }
 }
 
-void Link::on_lorax_event(const std::shared_ptr<Link::Stream>& s, const QJsonObject& o) {
-    const QJsonObject token = o.value(QStringLiteral("token")).toObject();
-    if (token.isEmpty()) return abort_with(s, QStringLiteral("a LoRAX stream event without a token"));
+void Link::emit_lorax_token(const std::shared_ptr<Link::Stream>& s, const QJsonObject& token) {
+    std::vector<TokenAlternative> alternatives;
+    for (const auto& v : token.value(QStringLiteral("alternative_tokens")).toArray()) {
+        const QJsonObject a = v.toObject();
+        TokenAlternative alt;
+        alt.token_id = a.value(QStringLiteral("id")).toInteger();
+        alt.logprob = static_cast<float>(a.value(QStringLiteral("logprob")).toDouble(NAN));
+        alt.text = a.value(QStringLiteral("text")).toString().toStdString();
+        alternatives.push_back(std::move(alt));
+    }
     emit_token(s, token.value(QStringLiteral("id")).toInteger(), token.value(QStringLiteral("text")).toString(),
                static_cast<float>(token.value(QStringLiteral("logprob")).toDouble(NAN)),
-               token.value(QStringLiteral("special")).toBool());
-    const QJsonValue text = o.value(QStringLiteral("generated_text"));
-    if (text.isNull() || text.isUndefined()) return;
-    const QJsonObject details = o.value(QStringLiteral("details")).toObject();
+               token.value(QStringLiteral("special")).toBool(), std::move(alternatives));
+}
+
+void Link::take_lorax_details(const std::shared_ptr<Link::Stream>& s, const QJsonValue& text, const QJsonObject& details) {
     s->final_text = text.toString().toStdString();
     s->reason = lorax_reason(details.value(QStringLiteral("finish_reason")).toString());
     s->usage.prompt_tokens = details.value(QStringLiteral("prompt_tokens")).toInteger();
     s->usage.generated_tokens = details.value(QStringLiteral("generated_tokens")).toInteger(static_cast<qint64>(s->ids.size()));
+}
+
+void Link::on_lorax_event(const std::shared_ptr<Link::Stream>& s, const QJsonObject& o) {
+    const QJsonObject token = o.value(QStringLiteral("token")).toObject();
+    if (token.isEmpty()) return abort_with(s, QStringLiteral("a LoRAX stream event without a token"));
+    emit_lorax_token(s, token);
+    const QJsonValue text = o.value(QStringLiteral("generated_text"));
+    if (text.isNull() || text.isUndefined()) return;
+    take_lorax_details(s, text, o.value(QStringLiteral("details")).toObject());
+    finish(s, s->reason, {});
+}
+
+void Link::on_lorax_whole(const std::shared_ptr<Link::Stream>& s, const QJsonObject& o) {
+    const QJsonValue text = o.value(QStringLiteral("generated_text"));
+    const QJsonObject details = o.value(QStringLiteral("details")).toObject();
+    if (!text.isString() || details.isEmpty())
+        return abort_with(s, QStringLiteral("%1: an answer without generated_text and details").arg(QString::fromStdString(where(s->path))));
+    for (const auto& v : details.value(QStringLiteral("prefill")).toArray()) {
+        const QJsonObject p = v.toObject();
+        PromptTokenLogprob t;
+        t.token_id = p.value(QStringLiteral("id")).toInteger();
+        t.text = p.value(QStringLiteral("text")).toString().toStdString();
+        if (p.value(QStringLiteral("logprob")).isDouble()) t.logprob = static_cast<float>(p.value(QStringLiteral("logprob")).toDouble());
+        s->prompt_logprobs.push_back(std::move(t));
+    }
+    for (const auto& v : details.value(QStringLiteral("tokens")).toArray()) emit_lorax_token(s, v.toObject());
+    take_lorax_details(s, text, details);
     finish(s, s->reason, {});
 }
 
@@ -355,6 +412,9 @@ void Link::finish(const std::shared_ptr<Link::Stream>& s, FinishReason reason, c
     f.text = s->final_text.value_or(s->streamed);
     f.token_ids = s->ids;
     f.logprobs = s->logprobs;
+    f.alternatives = s->alternatives;
+    if (!f.alternatives.empty()) f.alternatives.resize(s->ids.size());
+    f.prompt_logprobs = s->prompt_logprobs;
     f.usage = s->usage;
     if (f.usage.generated_tokens == 0) f.usage.generated_tokens = static_cast<int64_t>(s->ids.size());
     f.usage.time_to_first_token_ms = s->first_token_ms.value_or(0);

@@ -38,11 +38,16 @@ public:
         int attempts = 0;
         bool got_data = false, cancelled = false, finished = false, done_marker = false;
         bool chat = false;          // /v1/chat/completions (remote_chat.h), whatever the dialect
+        // LoRAX's /generate, answered whole: decoder_input_details (prompt log-probabilities),
+        // which LoRAX does not stream. Its tokens are sent to the sink when the answer is in.
+        bool whole = false;
         QByteArray buffer;          // what arrived of the event being read (capped: kMaxEventBytes)
         qsizetype scanned = 0;      // how far `buffer` is known to hold no event end
         QByteArray error_body;      // an HTTP error's body, its first kMaxErrorBody bytes
         std::vector<int64_t> ids;
         std::vector<float> logprobs;
+        std::vector<std::vector<TokenAlternative>> alternatives;   // return_k_alternatives, per token
+        std::vector<PromptTokenLogprob> prompt_logprobs;           // decoder_input_details' prefill
         std::string streamed;
         FinishReason reason = FinishReason::Eos;
         Usage usage;
@@ -86,9 +91,16 @@ public:
     void parse_events(const std::shared_ptr<Stream>& s);
     void dispatch_event(const std::shared_ptr<Stream>& s, const QByteArray& event);
 
-    void emit_token(const std::shared_ptr<Stream>& s, int64_t id, const QString& text, float logprob, bool special);
+    void emit_token(const std::shared_ptr<Stream>& s, int64_t id, const QString& text, float logprob, bool special,
+                    std::vector<TokenAlternative> alternatives = {});
 
     void on_lorax_event(const std::shared_ptr<Stream>& s, const QJsonObject& o);
+    // A whole /generate answer: its details' tokens (with their alternative_tokens), its prefill.
+    void on_lorax_whole(const std::shared_ptr<Stream>& s, const QJsonObject& o);
+    // LoRAX's Token as the sink gets it: alternative_tokens among its fields when asked for.
+    void emit_lorax_token(const std::shared_ptr<Stream>& s, const QJsonObject& token);
+    // What a LoRAX answer says when it ends: text, finish reason, token counts.
+    void take_lorax_details(const std::shared_ptr<Stream>& s, const QJsonValue& text, const QJsonObject& details);
 
     void on_openai_event(const std::shared_ptr<Stream>& s, const QJsonObject& o);
 

@@ -37,6 +37,9 @@ struct RequestRecord {
     std::optional<AdapterMerge> merge;   // a blend of adapters (then `adapter` is its merge_name)
     std::vector<PromptTokenLogprob> prompt_logprobs;
     QString forked_from;             // "" or "<client id> @ token N" for a fork
+    // A fork's output continues N forced tokens (its origin's before the fork, then the chosen
+    // one): its token i stands at position N + i of its origin's output, and is compared there.
+    int fork_offset = 0;
     int retrying = 0;                // a remote connection's retry under way (n >= 1), 0 otherwise
     QString retry_reason;            // why the last attempt failed
 

@@ -144,10 +144,11 @@ void RequestTableModel::addRequest(const SubmittedRequest& request) {
     endInsertRows();
 }
 
-void RequestTableModel::setForkedFrom(Ticket ticket, const QString& origin, const QString& prompt) {
+void RequestTableModel::setForkedFrom(Ticket ticket, const QString& origin, const QString& prompt, int offset) {
     auto it = row_of_.find(ticket);
     if (it == row_of_.end()) return;
     records_[size_t(it->second)].forked_from = origin;
+    records_[size_t(it->second)].fork_offset = offset;
     records_[size_t(it->second)].prompt = prompt;
     Q_EMIT dataChanged(index(it->second, 0), index(it->second, ColumnCount - 1));
 }

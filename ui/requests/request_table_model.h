@@ -32,7 +32,7 @@ public:
     void clearFinished();
     // Marks a row as forked from another request's token: its Id column says from which
     // ("<client id> @ token N"), its prompt shows the text it continues (a fork is sent as ids).
-    void setForkedFrom(Ticket ticket, const QString& origin, const QString& prompt);
+    void setForkedFrom(Ticket ticket, const QString& origin, const QString& prompt, int offset = 0);
     // Moves a row into another comparison (0: none), e.g. a blend column replaced by a newer blend.
     void setCompareGroup(Ticket ticket, int compare_group);
 

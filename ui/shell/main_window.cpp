@@ -340,8 +340,9 @@ std::vector<Ticket> MainWindow::submit(const QStringList& targets, bool first_pr
     // window takes to add each row.
     bridge_->holdSubmissions(true);
     const bool encoder_decoder = bridge_->modelConfig()->is_encoder_decoder();
+    const bool remote = isRemoteLocation(QString::fromStdString(bridge_->engineOptions().model_dir));
     for (Request& r : fanOutRequests(items, targets, params_panel_->params(), compare_group != 0)) {
-        askForPromptTokens(r, encoder_decoder);
+        askForPromptTokens(r, encoder_decoder, remote);
         if (const Ticket t = bridge_->submit(std::move(r), compare_group)) tickets.push_back(t);
     }
     bridge_->holdSubmissions(false);
@@ -383,7 +384,7 @@ Ticket MainWindow::forkRequest(Ticket from, int position, const TokenAlternative
     }
     // In the comparison of its origin, so that the fork streams beside the columns it came from.
     const Ticket ticket = bridge_->submit(std::move(plan.request), record->compare_group);
-    if (ticket) requests_->setForkedFrom(ticket, plan.origin, plan.prompt);
+    if (ticket) requests_->setForkedFrom(ticket, plan.origin, plan.prompt, plan.offset);
     refreshStatus();
     return ticket;
 }
@@ -393,7 +394,8 @@ Ticket MainWindow::blendComparison(int compare_group, const AdapterMerge& merge)
     for (Ticket t : requests_->ticketsInGroup(compare_group)) group.push_back(requests_->record(t));
     std::optional<Request> blend = blendOf(group, merge);
     if (!blend || !bridge_->hasEngine()) return 0;
-    askForPromptTokens(*blend, bridge_->modelConfig()->is_encoder_decoder());
+    askForPromptTokens(*blend, bridge_->modelConfig()->is_encoder_decoder(),
+                       isRemoteLocation(QString::fromStdString(bridge_->engineOptions().model_dir)));
     const Ticket ticket = bridge_->submit(std::move(*blend), compare_group);
     if (ticket) comparison_->setBlendTicket(compare_group, ticket);
     refreshStatus();

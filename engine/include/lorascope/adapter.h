@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -90,6 +91,13 @@ inline constexpr size_t kMaxMergedAdapters = 16;
 AdapterMerge parse_adapter_merge(const std::string& json_object_text, const std::string& source = "merged_adapters");
 // The rules parse_adapter_merge applies, for merges built another way.
 void check_adapter_merge(const AdapterMerge& merge, const std::string& source = "merged_adapters");
+// What PEFT's add_weighted_adapter checks before it merges, for every strategy offered here: all
+// adapters have the same r. `ranks` maps adapter names to their config's r (AdapterInfo::rank);
+// ids it lacks are the caller's to report. Throws Error(InvalidArgument) naming `source`, the first
+// adapter whose r differs from the first adapter's, and both ranks, so that a merge that cannot be
+// built is refused when it is asked for rather than when a request would run it.
+void check_merge_ranks(const AdapterMerge& merge, const std::map<std::string, int64_t>& ranks,
+                       const std::string& source = "merged_adapters");
 // A readable name that identifies the merge: equal merges have equal names, e.g.
 // merge:ties("a"*0.5,"b"*1;density=0.5;total). Engines show it in StepStats::rows_per_adapter.
 std::string merge_name(const AdapterMerge& merge);

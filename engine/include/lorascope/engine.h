@@ -38,6 +38,12 @@ struct Request {
     // (FinishEvent::prompt_logprobs), as text (tokenized like Hugging Face's text_target) or ids.
     std::optional<std::string> target;
     std::vector<int64_t> target_ids;
+    // Encoder-decoder models: tokens forced at the start of the decoder, after its start token, as
+    // Hugging Face's generate(..., decoder_input_ids=[start] + prefix) takes them: generation
+    // continues them (a fork of another request's output, "what if it had said X"). They are input,
+    // not output: no token events, not in the text, not counted by max_new_tokens; the logits
+    // processors see them as HF's do. Decoder-only models take such tokens as part of the prompt.
+    std::vector<int64_t> decoder_prefix_ids;
 };
 
 // One of the most likely tokens at a generated position (params.top_alternatives).

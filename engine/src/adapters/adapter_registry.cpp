@@ -121,11 +121,16 @@ std::string AdapterRegistry::declare_merge(const AdapterMerge& merge) {
     check_adapter_merge(merge);
     const std::string name = merge_name(merge);
     std::lock_guard<std::mutex> lock(mutex_);
+    std::map<std::string, int64_t> ranks;
     for (const std::string& id : merge.ids) {
         auto it = entries_.find(id);
         if (it == entries_.end() || it->second->leaving) throw Error(ErrorKind::NotFound, name, unknown_message(id));
         if (it->second->merge) throw Error(ErrorKind::InvalidArgument, name, "a merge cannot merge another merge");
+        ranks[id] = it->second->info.rank;
     }
+    // Refused here, at submit, rather than when admission builds the merge (merge_adapters checks
+    // the same and the factors' shapes too).
+    check_merge_ranks(merge, ranks, name);
     auto it = entries_.find(name);
     if (it != entries_.end() && !it->second->leaving) {
         it->second->last_used = ++clock_;

@@ -355,7 +355,10 @@ bool BatchRunner::advance_job(int64_t units, StepStats& stats) {
             r.encoding = false;
             stats.cache_bytes_prefilled += static_cast<int64_t>(r.prompt_ids.size()) * position_bytes;
         }
+        std::vector<LiveRequest*> members = std::move(job.members);
         encoding_.pop_front();
+        for (LiveRequest* r : members)
+            if (r->decoder_prefix > 0) feed_decoder_prefix(*r, stats);
         return true;
     } catch (const std::exception& e) {
         std::vector<LiveRequest*> members = std::move(job.members);
@@ -374,6 +377,20 @@ bool BatchRunner::advance_job(int64_t units, StepStats& stats) {
                 if (!r->encoding) r->finish(FinishReason::Error, "prefill failed: " + what(again));
         }
         return false;
+    }
+}
+
+void BatchRunner::feed_decoder_prefix(LiveRequest& r, StepStats& stats) {
+    try {
+        fault_point(FaultPoint::Prefill, r.ids());
+        const std::vector<int64_t> fed(r.input_ids.begin(), r.input_ids.end() - 1);   // start + prefix but its last
+        const auto device = model_.options().device();
+        const auto tokens = models::TokenBatch::from_rows({fed}, model_.pad_token_id(), device);
+        const adapters::MultiLoraHook hook({r.adapter.weights()}, device);
+        model_.forward(r.cache, tokens, models::LogitsAt::None, hook.empty() ? nullptr : &hook);
+        stats.cache_bytes_prefilled += static_cast<int64_t>(fed.size()) * (pool_->bytes_per_block() / pool_->block_size());
+    } catch (const std::exception& e) {
+        r.finish(FinishReason::Error, "prefill failed (decoder prefix): " + what(e));
     }
 }
 

@@ -86,6 +86,12 @@ private:
     // Runs `units` units of the front job; false when it failed (its members were retried as two
     // jobs or, alone, failed with the error).
     bool advance_job(int64_t units, StepStats& stats);
+    // Seq2seq: feeds an encoded request's decoder prefix (Request::decoder_prefix_ids) after its
+    // start token, so that its first decoding step feeds the prefix's last token, as HF's
+    // generate(decoder_input_ids=[start] + prefix) does. One pass of its own per request (outside
+    // the prefill budget: a fork's prefix is as long as the output it forks). Finishes the request
+    // with the error when the pass fails.
+    void feed_decoder_prefix(LiveRequest& r, StepStats& stats);
     void prefill_chunks(const std::vector<std::pair<LiveRequest*, int64_t>>& pieces, StepStats& stats);
     void join_ready();
     void decode(StepStats& stats);

@@ -167,7 +167,13 @@ void LiveRequest::prepare(const Request& request, const models::Model& model, co
 
     if (model.is_encoder_decoder()) {
         input_ids = {model.decoder_start_token_id()};
+        check_vocabulary(request.decoder_prefix_ids, model.vocab_size(), source, "decoder prefix");
+        input_ids.insert(input_ids.end(), request.decoder_prefix_ids.begin(), request.decoder_prefix_ids.end());
     } else {
+        if (!request.decoder_prefix_ids.empty())
+            throw Error(ErrorKind::InvalidArgument, source,
+                        "decoder_prefix_ids are for encoder-decoder models; a decoder-only model takes those tokens "
+                        "at the end of its prompt");
         input_ids = prompt_ids;
     }
     input_ids_length = static_cast<int64_t>(input_ids.size());
@@ -175,7 +181,10 @@ void LiveRequest::prepare(const Request& request, const models::Model& model, co
     // Before anything is sized by them: rows and lengths within the engine's limits, so that no
     // count below (beams, KV blocks, admission's cost) can overflow.
     const int64_t rows = params.num_beams > 1 ? params.num_beams : std::max(params.num_return_sequences, params.best_of);
-    check_request_budget(rows, static_cast<int64_t>(prompt_ids.size()), max_new_tokens, budget, source);
+    // A seq2seq decoder prefix occupies decoder positions as new tokens do.
+    decoder_prefix = model.is_encoder_decoder() ? input_ids_length - 1 : 0;
+    check_request_budget(rows, static_cast<int64_t>(prompt_ids.size()),
+                         util::checked_add(max_new_tokens, decoder_prefix).value_or(INT64_MAX), budget, source);
 
     if (params.num_beams > 1) {
         beams = std::make_unique<sampling::BeamSearch>(params, input_ids_length, input_ids_length + max_new_tokens);
@@ -211,7 +220,7 @@ int64_t LiveRequest::kv_blocks_needed(bool encoder_decoder) const {
     };
     std::optional<int64_t> total;
     if (encoder_decoder) {
-        const auto decoder = blocks(util::checked_add(max_new_tokens, 1));
+        const auto decoder = blocks(util::checked_add(max_new_tokens, input_ids_length));   // start + prefix
         const auto per_rows = decoder ? util::checked_mul(rows(), *decoder) : std::nullopt;
         const auto encoder = blocks(prompt);
         total = per_rows && encoder ? util::checked_add(*per_rows, *encoder) : std::nullopt;
@@ -227,7 +236,7 @@ batching::Demand LiveRequest::demand() const {
     d.id = id;
     d.rows = rows();
     d.prompt_tokens = static_cast<int64_t>(prompt_ids.size());
-    d.max_new_tokens = max_new_tokens;
+    d.max_new_tokens = max_new_tokens + decoder_prefix;   // its positions are the decoder's too
     d.skipped = skipped;
     return d;
 }

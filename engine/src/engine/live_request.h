@@ -53,6 +53,9 @@ struct LiveRequest {
     std::vector<int64_t> input_ids;
     int64_t input_ids_length = 0;
     int64_t max_new_tokens = 0;
+    // Seq2seq: Request::decoder_prefix_ids' length. input_ids begins with them after the start
+    // token; they are fed to the decoder once the encoder has run, before the first decoding step.
+    int64_t decoder_prefix = 0;
 
     // Beam search: the request's beams are consecutive batch rows, each with its own ids. Tokens
     // stream only when the search ends (a beam's tokens are not final until then).

@@ -121,6 +121,23 @@ void check_adapter_merge(const AdapterMerge& m, const std::string& source) {
     if (!(m.density >= 0 && m.density <= 1)) reject(source, "density must be in [0, 1], got " + exact(m.density));
 }
 
+void check_merge_ranks(const AdapterMerge& m, const std::map<std::string, int64_t>& ranks, const std::string& source) {
+    const std::string* first = nullptr;
+    int64_t first_rank = 0;
+    for (const std::string& id : m.ids) {
+        auto it = ranks.find(id);
+        if (it == ranks.end()) continue;
+        if (!first) {
+            first = &id;
+            first_rank = it->second;
+        } else if (it->second != first_rank) {
+            reject(source, "every adapter of a merge must have the same r (as PEFT's add_weighted_adapter requires): '" +
+                               *first + "' has r " + std::to_string(first_rank) + ", '" + id + "' r " +
+                               std::to_string(it->second));
+        }
+    }
+}
+
 AdapterMerge parse_adapter_merge(const std::string& json_object_text, const std::string& source) {
     Json object;
     try {
