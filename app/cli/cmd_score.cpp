@@ -8,6 +8,7 @@
 #include "lorascope/error.h"
 #include "lorascope/runtime.h"
 #include "lorascope/score.h"
+#include "lorascope/tokenizer.h"
 
 namespace lorascope::cli {
 
@@ -16,15 +17,16 @@ namespace {
 const char* const kUsage =
     "usage: lorascope-cli score --model DIR [--threads N] [--dtype float32|bfloat16|int8|int4]\n"
     "         [--kv-cache-dtype auto|float32|bfloat16] [--input FILE|-] [--output FILE|-]\n"
-    "  input:  JSON Lines {\"id\", \"source\" | \"input_ids\", \"target\" | \"labels\"}\n"
+    "  input:  JSON Lines {\"id\", \"source\" | \"input_ids\", \"target\" | \"labels\", \"src_lang\", \"tgt_lang\"}\n"
     "          (labels may hold -100 to leave a position out; for decoder-only models the target is the\n"
-    "          continuation scored after the source)\n"
+    "          continuation scored after the source; src_lang / tgt_lang: mBART-50 and NLLB text, as\n"
+    "          Hugging Face's tokenizer(source, text_target=target) places them)\n"
     "  output: JSON Lines {\"id\", \"loss\", \"token_logprobs\"} or {\"id\", \"error\"}\n";
 
 nlohmann::json score_one(const nlohmann::json& r, Scorer& scorer, const Tokenizer* tokenizer, const std::string& where) {
     for (const auto& item : r.items())
         if (item.key() != "id" && item.key() != "source" && item.key() != "input_ids" && item.key() != "target" &&
-            item.key() != "labels")
+            item.key() != "labels" && item.key() != "src_lang" && item.key() != "tgt_lang")
             throw Error(ErrorKind::InvalidArgument, where, "unknown request field \"" + item.key() + "\"");
     if (r.contains("source") == r.contains("input_ids"))
         throw Error(ErrorKind::InvalidArgument, where, "give exactly one of \"source\" or \"input_ids\"");
@@ -32,18 +34,30 @@ nlohmann::json score_one(const nlohmann::json& r, Scorer& scorer, const Tokenize
         throw Error(ErrorKind::InvalidArgument, where, "give exactly one of \"target\" or \"labels\"");
     if ((r.contains("source") || r.contains("target")) && !tokenizer)
         throw Error(ErrorKind::InvalidArgument, where, "the model directory has no tokenizer; send \"input_ids\" and \"labels\"");
+    // Text is encoded as Hugging Face's tokenizer(source, text_target=target) encodes a pair: the
+    // source with src_lang, the target as target text (Marian's target model, tgt_lang's code).
+    EncodeOptions source_encoding, target_encoding;
+    target_encoding.target = true;
+    for (const char* key : {"src_lang", "tgt_lang"}) {
+        if (!r.contains(key)) continue;
+        if (!r[key].is_string()) throw Error(ErrorKind::InvalidArgument, where, std::string("\"") + key + "\" must be a string");
+        if (!r.contains("source") && !r.contains("target"))
+            throw Error(ErrorKind::InvalidArgument, where, std::string("\"") + key + "\" is for text (\"source\" or \"target\")");
+    }
+    source_encoding.src_lang = r.value("src_lang", "");
+    source_encoding.tgt_lang = target_encoding.tgt_lang = r.value("tgt_lang", "");
     std::vector<int64_t> source, labels;
     if (r.contains("source")) {
         if (!r["source"].is_string()) throw Error(ErrorKind::InvalidArgument, where, "\"source\" must be a string");
-        source = tokenizer->encode(r["source"].get<std::string>(), true);
+        source = tokenizer->encode(r["source"].get<std::string>(), source_encoding);
     } else {
         source = read_ids(r, "input_ids", scorer.vocab_size(), where);
     }
     if (r.contains("target")) {
         if (!r["target"].is_string()) throw Error(ErrorKind::InvalidArgument, where, "\"target\" must be a string");
-        // Seq2seq targets are tokenized like HF's text_target (with the model's special tokens);
-        // a decoder-only continuation is plain text after the prompt.
-        labels = tokenizer->encode(r["target"].get<std::string>(), scorer.is_encoder_decoder());
+        // A decoder-only continuation is plain text after the prompt.
+        labels = scorer.is_encoder_decoder() ? tokenizer->encode(r["target"].get<std::string>(), target_encoding)
+                                             : tokenizer->encode(r["target"].get<std::string>(), false);
     } else {
         labels = read_ids(r, "labels", scorer.vocab_size(), where, kIgnoreLabel);
         for (int64_t t : labels)

@@ -4,12 +4,14 @@
 // tgt_lang is forced as the first generated token, as generate(forced_bos_token_id=...) does. HF
 // ran each case alone; the engine runs every case of a model in one batch (different languages,
 // greedy and beams side by side). Unknown codes are that request's error; the CLI takes the
-// languages in its JSON Lines params and as flags, and `info` lists them.
+// languages in its JSON Lines params and as flags, and `info` lists them. A text target to score is
+// encoded as HF's text_target (Marian's target model too), by the engine and by `lorascope-cli score`.
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
 
 #include "cli_process.h"
@@ -197,6 +199,67 @@ private Q_SLOTS:
             QCOMPARE(e.status(), 422);
             QVERIFY2(what.find("'xx_Yyyy'") != std::string::npos && what.find(m.dir) == std::string::npos, e.what());
         }
+    }
+
+    // A text target is encoded as HF's tokenizer(prompt, text_target=target): mBART-50's and NLLB's
+    // tgt_lang code where their target layout puts it (the request's, else tokenizer_config.json's),
+    // Marian's target SentencePiece model. The engine's prompt_logprobs (every model's cases in one
+    // batch) and `lorascope-cli score` score HF's labels with HF's loss.
+    void score_targets_encode_as_hf_text_target() {
+        int scored = 0;
+        for (const char* name : {"mbart50", "nllb", "nllb_legacy", "marian"}) {
+            const LanguageModel m = load_model(name);
+            const json& cases = m.records["scores"];
+            auto engine = lorascope::test::make_engine(m.dir);
+            auto sink = std::make_shared<CollectingSink>();
+            std::vector<RequestId> ids;
+            std::vector<json> lines;
+            for (const json& c : cases) {
+                json params = c["params"];
+                params["max_new_tokens"] = 1;
+                params["prompt_logprobs"] = true;
+                Request r = text_request(c["prompt"], params);
+                r.target = c["target"].get<std::string>();
+                ids.push_back(engine->submit(std::move(r), sink));
+                json line = {{"id", std::to_string(lines.size())}, {"source", c["prompt"]}, {"target", c["target"]}};
+                line.update(c["params"]);
+                lines.push_back(line);
+            }
+            QVERIFY(sink->wait_finished(ids.size()));
+            QTemporaryDir tmp;
+            const auto cli = lorascope::test::run_cli_command({"score", "--model", QString::fromStdString(m.dir),
+                                                               "--threads", "1", "--input",
+                                                               QString::fromStdString(write_lines(tmp, lines))});
+            QVERIFY2(cli.exit_code == 0, cli.err.c_str());
+            auto cli_out = output_by_id(cli.out);
+            for (size_t i = 0; i < ids.size(); ++i, ++scored) {
+                const json& c = cases[i];
+                const std::string where = std::string(name) + " score " + std::to_string(i) + " " + c["params"].dump();
+                const auto f = sink->get(ids[i]).finishes.at(0);
+                QVERIFY2(f.reason != FinishReason::Error, qPrintable(QString::fromStdString(where + ": " + f.error)));
+                QCOMPARE(f.usage.prompt_tokens, static_cast<int64_t>(c["input_ids"].size()));
+                std::vector<int64_t> tokens;
+                double sum = 0;
+                for (const auto& t : f.prompt_logprobs) {
+                    tokens.push_back(t.token_id);
+                    QVERIFY2(t.logprob, qPrintable(QString::fromStdString(where)));
+                    sum += *t.logprob;
+                }
+                QVERIFY2(tokens == c["labels"].get<std::vector<int64_t>>(),
+                         qPrintable(QString::fromStdString(where + ": ours " + json(tokens).dump() + ", HF " +
+                                                           c["labels"].dump())));
+                const double loss = -sum / static_cast<double>(tokens.size()), hf = c["loss"].get<double>();
+                QVERIFY2(std::abs(loss - hf) <= 1e-4, qPrintable(QString::fromStdString(
+                                                          where + ": loss " + std::to_string(loss) + ", HF " + std::to_string(hf))));
+                const json& line = cli_out[std::to_string(i)];
+                QVERIFY2(line.contains("loss"), qPrintable(QString::fromStdString(where + " CLI: " + line.dump())));
+                QCOMPARE(line["scored_tokens"].get<size_t>(), tokens.size());
+                QVERIFY2(std::abs(line["loss"].get<double>() - hf) <= 1e-4,
+                         qPrintable(QString::fromStdString(where + " CLI: loss " + line["loss"].dump() + ", HF " +
+                                                           std::to_string(hf))));
+            }
+        }
+        QVERIFY(scored >= 15);
     }
 
     void info_lists_the_languages() {

@@ -2,27 +2,28 @@
 (issue 30), full size with random weights, and what Hugging Face's generate() makes of them with
 no request parameters but a cap on new tokens.
 
-config.json and generation_config.json are written here as those repositories publish them: the
-keys each file holds, with the values found in public sources (each cited below; nothing is
-downloaded). What a file leaves out is transformers' class default, as from_pretrained fills it.
+config.json and generation_config.json are written here as close to those repositories' files as
+public sources confirm; nothing is downloaded. The comment above each model says which values a cited
+public copy confirms, which are transformers' class defaults or what its conversion scripts write, and
+which are unverified (no public copy found with the search tools: find_string on the distinctive
+values named there). What a file leaves out is transformers' class default, as from_pretrained fills
+it. The test checks that every key is read as HF reads it; an unverified value still exercises that.
 Weights are random (models_oracle.randomize, fixed seeds), so no tokenizer is needed: prompts are
 ids. The engine test (tests/models/test_published_configs.cpp) checks that every key of the files
 is read as HF reads it and that the engine generates what HF generated.
 
-The one request parameter: max_new_tokens = NEW. The published max_length values (512, 200, 200,
-64) with 4-8 beams on 74M-611M parameters would take HF and the engine tens of minutes per model
-on a two-core CI machine (measured in the test's header comment); everything else (beams, length
-penalty, early stopping, forced eos, bad_words_ids, renormalize_logits, decoder start) is the
-published value. max_length itself is compared as a configuration value.
+The one request parameter: max_new_tokens = NEW. The files' max_length values (512, 200, 200, 64)
+with 4-8 beams on 74M-615M parameters would run up to 85x the decoder steps of NEW in HF and in the
+engine (not measured); everything else (beams, length penalty, early stopping, forced eos,
+bad_words_ids, renormalize_logits, decoder start) is the files' value. max_length itself is compared
+as a configuration value.
 
-What it costs, measured at nice 19 on the two-core machine beside other builds: opus-mt-en-de
-(74M) built and saved in 35 s and generated its two prompts in 9 s (306 s and 6 s under heavy
-load); mbart-large-50-many-to-many-mmt (611M) in 289 s and 89 s. The CTest step builds
-opus-mt-en-de only (tests/models/CMakeLists.txt); `--only NAME...` builds others, and the test checks
-every model index.json lists.
+What it costs: see tests/models/CMakeLists.txt (measured per model, oracle and engine test). The
+CTest step builds all four; `--only NAME...` builds some, and the test checks every model
+index.json lists.
 
 Layout under --out/published/<name>/ (and published/index.json: {"built": [names]}):
-  model/          config.json, generation_config.json (as published), model.safetensors (random)
+  model/          config.json, generation_config.json (as written above), model.safetensors (random)
   records.json    {"prompts", "new", "hf": {"config": <HF's parsed config>, "generation": <HF's
                   parsed generation config>}, "outputs": [generated ids, without the decoder start]}
 """
@@ -41,14 +42,24 @@ from models_oracle import randomize
 NEW = 6   # see the docstring: the one request parameter
 PROMPT_LENGTHS = (9, 23)
 
-# Helsinki-NLP/opus-mt-en-de. config.json: the copy of the repository's file quoted in the
-# Xenova/opus-mt-en-de model notes (find_string '"vocab_size": 58101'), which also matches what
-# transformers' convert_marian_to_pytorch.py writes (bad_words_ids [[pad]], max_length 512,
-# num_beams from the decoder.yml's beam-size 4, decoder_start = pad, forced_eos = eos = 0,
-# max_position_embeddings = dim-emb 512, scale_embedding, static positions).
-# generation_config.json: the same generation keys as the hub's file, with renormalize_logits true
-# as opus-mt generation configs carry it (the opus-mt-en-jap evidence record found with
-# find_string '"renormalize_logits": true': forced_eos 0, bad word = pad, beam width 4).
+# Helsinki-NLP/opus-mt-en-de.
+# config.json, confirmed: the "key fields" of the en-de config.json quoted in the README of
+# harisnae/multilingual-translator-offline (from Xenova/opus-mt-en-de, which re-saved it with
+# transformers 4.34.0.dev0; find_string '"decoder_vocab_size": 58101'): _name_or_path, MarianMTModel,
+# d_model 512, 6+6 layers, 8 heads, ffn 2048, max_length 512, max_position_embeddings 512, vocab and
+# decoder vocab 58101, pad 58100, bos 0, eos 0, decoder_start 58100, num_beams 4,
+# share_encoder_decoder_embeddings, scale_embedding, dropout 0.1, attention/activation dropout 0.0,
+# swish, bad_words_ids [[58100]].
+# From transformers' convert_marian_to_pytorch.py (find_string 'bad_words_ids=[[self.pad_token_id]]'),
+# not seen in a copy of this file: forced_eos_token_id = eos 0, static_position_embeddings (no
+# trained positions), normalize_embedding false, add_final_layer_norm false (the script's default).
+# Unverified: the other keys (MarianConfig's defaults: add_bias_logits, classif_dropout, init_std,
+# layerdrops, normalize_before, ...) and transformers_version 4.22.0.dev0.
+# generation_config.json: no public copy of en-de's file found. Its keys are config.json's generation
+# values (what transformers' GenerationConfig.from_model_config carries over). renormalize_logits
+# true is backed only by an evidence record for another pair, Helsinki-NLP/opus-mt-en-jap (find_string
+# '"renormalize_logits": true': forced_eos 0, bad word = pad, beam width 4, renormalize_logits
+# true): unverified for en-de, as is transformers_version 4.32.0.dev0.
 OPUS_MT_EN_DE = {
     "config": {
         "_name_or_path": "Helsinki-NLP/opus-mt-en-de", "activation_dropout": 0.0, "activation_function": "swish",
@@ -71,12 +82,22 @@ OPUS_MT_EN_DE = {
     },
 }
 
-# facebook/mbart-large-50-many-to-many-mmt. Shape and ids: PaddleNLP's copy of the checkpoint's
-# configuration (find_string '"vocab_size": 250054': d_model 1024, 12+12 layers, 16 heads, ffn 4096,
-# relu, max_position_embeddings 1024, scale_embedding, bos 0 / pad 1 / eos 2, decoder_start 2).
-# Generation keys (num_beams 5, max_length 200, early_stopping, forced_eos 2) as fairseq's
-# mBART-50 fine-tunes were converted (transformers' MBart config tests and the model card's
-# generate example, which adds only forced_bos_token_id per request).
+# facebook/mbart-large-50-many-to-many-mmt.
+# Confirmed: PaddlePaddle/PaddleNLP paddlenlp/transformers/mbart/configuration.py,
+# MBART_PRETRAINED_INIT_CONFIGURATION["mbart-large-50-many-to-many-mmt"] (find_string
+# '"vocab_size": 250054'): vocab 250054, bos 0 / pad 1 / eos 2, decoder_start 2, d_model 1024, 12+12
+# layers, 16 heads, ffn 4096, dropout 0.1, relu, attention and activation dropout 0.0,
+# max_position_embeddings 1024, init_std 0.02, scale_embedding. transformers' mBART docs
+# (docs/source/en/model_doc/mbart.md, find_string 'mbart-50-large-many-to-many'): this checkpoint
+# starts the decoder with eos and the target language is forced per request (generate's
+# forced_bos_token_id), so neither file forces one.
+# From MBartConfig's class defaults: forced_eos_token_id 2.
+# Unverified (no public copy of either file found; find_string '"tokenizer_class": "MBart50Tokenizer"',
+# 'hf_models/mbart-50-large' and '"_name_or_path": "facebook/mbart-large-50' found none): num_beams 5,
+# max_length 200, early_stopping true, _name_or_path, _num_labels, output_past, tokenizer_class,
+# the BART-era keys (normalize_before, normalize_embedding, add_final_layer_norm,
+# static_position_embeddings, which MBartConfig ignores), transformers_version, and the whole
+# generation_config.json.
 MBART_50_MMT = {
     "config": {
         "_name_or_path": "facebook/mbart-large-50-many-to-many-mmt", "_num_labels": 3, "activation_dropout": 0.0,
@@ -99,10 +120,18 @@ MBART_50_MMT = {
     },
 }
 
-# facebook/nllb-200-distilled-600M. Shape: the NLLB/M2M100 release configs quoted in public parsers
-# (find_string '"vocab_size": 256206': d_model 1024, 12+12 layers, 16 heads, ffn 4096, relu,
-# max_position_embeddings 1024, scale_embedding, bos 0 / pad 1 / eos 2, decoder_start 2,
-# tokenizer_class NllbTokenizer). Its generation config holds no beams: max_length 200 and the ids.
+# facebook/nllb-200-distilled-600M.
+# Confirmed (find_string '"vocab_size": 256206'): a Python test's stand-in for this checkpoint's
+# config.json (_NLLB_CONFIG, read as "facebook/nllb-200-distilled-600M": m2m_100,
+# M2M100ForConditionalGeneration, d_model 1024, 12+12 layers, 16 heads, max_position_embeddings
+# 1024, vocab 256206, torch_dtype float32) and an NLLB release config quoted in a Swift test
+# (testTheConfigurationReadsAnNLLBReleaseConfig: ffn 4096, relu, scale_embedding, bos 0 / pad 1 /
+# eos 2, decoder_start 2). Neither names its repository in the search results.
+# Unverified (no public copy of either file found): tokenizer_class NllbTokenizer in config.json
+# (seen only in a tokenizer_config.json stand-in, find_string '"tokenizer_class": "NllbTokenizer"'),
+# dropout 0.1 / attention_dropout 0.1 / activation_dropout 0.0 / layerdrops 0 / init_std,
+# max_length 200 in both files, transformers_version, and that generation_config.json holds no
+# beams (only max_length and the ids).
 NLLB_600M = {
     "config": {
         "_name_or_path": "facebook/nllb-200-distilled-600M", "activation_dropout": 0.0,
@@ -121,13 +150,20 @@ NLLB_600M = {
     },
 }
 
-# google/pegasus-xsum. transformers' own Pegasus configuration (v4.0's configuration_pegasus.py,
-# found with find_string '"summarization_xsum": {"length_penalty"'): DEFAULTS (vocab 96103, d_model
-# 1024, 16+16 layers, 16 heads, ffn 4096, dropouts 0.1, pad 0, eos 1, pre-LN, final norms, static
-# positions, scale_embedding, num_beams 8, relu) updated by task_specific_params
-# ["summarization_xsum"] (length_penalty 0.6, max_length 64, max_position_embeddings 512), as
-# convert_pegasus_tf_to_pytorch.py builds each fine-tuned checkpoint; decoder_start 0 and
-# forced_eos 1 as the converted checkpoints carry them.
+# google/pegasus-xsum. No public copy of its config.json or generation_config.json found.
+# From transformers' own Pegasus configuration (configuration_pegasus.py of v3.1-v4.0, find_string
+# '"summarization_xsum": {"length_penalty"'): DEFAULTS (vocab 96103, d_model 1024, 16+16 layers, 16
+# heads, ffn 4096, dropouts 0.1, pad 0, eos 1, pre-LN, final norms, static positions,
+# scale_embedding, num_beams 8, relu) updated by task_specific_params["summarization_xsum"]
+# (length_penalty 0.6, max_length 64, max_position_embeddings 512), as convert_pegasus_tf_to_pytorch.py
+# builds each fine-tuned checkpoint.
+# Conflicting: a vendored copy of google/pegasus-large's config.json (a load_config("pegasus-large")
+# function, find_string '"vocab_size": 96103', transformers_version 4.11.0.dev0) lists
+# task_specific_params.summarization_xsum with length_penalty 0.8, so pegasus-xsum's published
+# length_penalty (0.6 here) is unverified. That copy confirms for pegasus-large the keys shared
+# with this file: bos 0, decoder_start 0, forced_eos 1, force_bos_token_to_be_generated false,
+# the DEFAULTS above; it has extra_pos_embeddings 1 where this file has 0 (ignored by transformers).
+# Unverified: the rest, transformers_version values, and the whole generation_config.json.
 PEGASUS_XSUM = {
     "config": {
         "_name_or_path": "google/pegasus-xsum", "activation_dropout": 0.1, "activation_function": "relu",
@@ -209,6 +245,7 @@ def build(out_root, name, seed):
     write_json(os.path.join(mdir, "config.json"), published["config"])
     write_json(os.path.join(mdir, "generation_config.json"), published["generation"])
     built = time.time() - start
+    del model   # before the reload: two 600M-parameter copies would double the step's memory
     model = AutoModelForSeq2SeqLM.from_pretrained(mdir, torch_dtype=torch.float32).eval()
     generation = GenerationConfig.from_pretrained(mdir)
     g = torch.Generator().manual_seed(seed + 1)

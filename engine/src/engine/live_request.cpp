@@ -44,6 +44,12 @@ void check_vocabulary(const std::vector<int64_t>& ids, int64_t vocab, const std:
                             std::to_string(vocab) + ")");
 }
 
+// An unknown language code is the request's error (named by it), not the tokenizer files'.
+[[noreturn]] void as_request_error(const Error& e, const std::string& source) {
+    if (e.kind() != ErrorKind::InvalidArgument) throw;   // called inside the handler
+    throw Error(ErrorKind::InvalidArgument, source, e.message());
+}
+
 // The target whose tokens an encoder-decoder request's prompt_logprobs score.
 std::vector<int64_t> target_of(const Request& request, const ResolvedGenerationParams& params,
                                const models::Model& model, const Tokenizer* tokenizer, const std::string& source) {
@@ -63,17 +69,23 @@ std::vector<int64_t> target_of(const Request& request, const ResolvedGenerationP
     if (request.target && !tokenizer)
         throw Error(ErrorKind::InvalidArgument, source,
                     "a text target needs tokenizer files in " + model.directory() + "; send target_ids instead");
-    // Tokenized as Hugging Face's text_target, with the model's special tokens.
-    std::vector<int64_t> ids = request.target ? tokenizer->encode(*request.target, true) : request.target_ids;
+    std::vector<int64_t> ids = request.target_ids;
+    if (request.target) {
+        // Hugging Face's tokenizer(text_target=...): Marian's target SentencePiece model, mBART-50's
+        // and NLLB's tgt_lang code where their target layout puts it (tokenizer_config.json's
+        // tgt_lang when the request names none), the model's special tokens.
+        EncodeOptions encoding;
+        encoding.target = true;
+        encoding.tgt_lang = request.params.tgt_lang.value_or("");
+        try {
+            ids = tokenizer->encode(*request.target, encoding);
+        } catch (const Error& e) {
+            as_request_error(e, source);
+        }
+    }
     if (ids.empty()) throw Error(ErrorKind::InvalidArgument, source, "the target is empty (no ids)");
     check_vocabulary(ids, model.vocab_size(), source, "target");
     return ids;
-}
-
-// An unknown language code is the request's error (named by it), not the tokenizer files'.
-[[noreturn]] void as_request_error(const Error& e, const std::string& source) {
-    if (e.kind() != ErrorKind::InvalidArgument) throw;   // called inside the handler
-    throw Error(ErrorKind::InvalidArgument, source, e.message());
 }
 
 // How a text prompt is encoded: with the request's languages (the tokenizer checks both).
