@@ -3,7 +3,7 @@
 // tab, cell, header, chart text and self-painted text against its widget) and the window's
 // minimum size fits the screen. The board holds more than 1,000 requests (four-digit ids), a
 // cancelled one and a 32-row batch (the timeline's row labels); the lab runs its preset on the
-// fake engine. Under GNOME's font (what Qt's GTK 3 platform theme sets) the minimum width still
+// fake engine. Under GNOME's font (what Qt's GTK 3 platform theme sets) the minimum size still
 // fits, and every text (chart axes and table headers among them) is whole.
 #include <QApplication>
 #include <QDockWidget>
@@ -43,12 +43,11 @@ class WindowFitTest : public QObject {
         for (int i = 0; i < 5; ++i) QCoreApplication::processEvents();
     }
 
-    // Every text in each tab, and the minimum size (its width only where `width_only`); `when`
-    // names the moment in the failure.
-    void checkEveryTab(const QString& when, bool width_only = false) {
+    // Every text in each tab, and the minimum size; `when` names the moment in the failure.
+    void checkEveryTab(const QString& when) {
         QStringList problems;
         const QSize minimum = window_->minimumSizeHint();
-        if (minimum.width() > kWidth || (!width_only && minimum.height() > kHeight))
+        if (minimum.width() > kWidth || minimum.height() > kHeight)
             problems << QStringLiteral("the window's minimum size %1x%2 exceeds %3x%4")
                             .arg(minimum.width()).arg(minimum.height()).arg(kWidth).arg(kHeight);
         for (MainWindow::Tab tab : {MainWindow::Tab::Requests, MainWindow::Tab::Compare, MainWindow::Tab::Batching, MainWindow::Tab::Lab}) {
@@ -153,8 +152,9 @@ private Q_SLOTS:
             window_->showTab(tab);
             settle();
             const QSize minimum = window_->minimumSizeHint();
-            // The width only: offscreen, this font asks 786 px of height (the docks' stacked
-            // minimums), where the real GTK window asked 747 (xprop), under the screen's 770.
+            // The width here, naming what asks for it; the height is checked below with every text
+            // (offscreen and the real GTK window differ there: xprop showed 761 px before the lab's
+            // timelines took their height from the font, 809 with a first try, 589 now).
             if (minimum.width() <= kWidth) continue;
             QStringList parts;   // what each dock and the tabs ask for, to name the widget that grew
             for (QDockWidget* d : window_->findChildren<QDockWidget*>())
@@ -185,7 +185,7 @@ private Q_SLOTS:
         QVERIFY(window_->compareTargets() > 0);
         QTRY_COMPARE_WITH_TIMEOUT(window_->requestModel()->unfinishedCount(), 0, 60000);
         runTheLab();
-        checkEveryTab(QStringLiteral("under GNOME's font, after a lab run"), /*width_only=*/true);
+        checkEveryTab(QStringLiteral("under GNOME's font, after a lab run"));
         QApplication::setFont(before);
     }
 

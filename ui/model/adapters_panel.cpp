@@ -22,13 +22,14 @@ AdaptersPanel::AdaptersPanel(AdapterListModel* model, QWidget* parent) : QWidget
     view_->verticalHeader()->hide();
     view_->horizontalHeader()->setStretchLastSection(true);
     view_->setWordWrap(false);
-    view_->setColumnWidth(AdapterListModel::ColName, 90);
     // Targets (which linears an adapter changes) right after the name, as wide as its text: behind
-    // rank and alpha it was a sliver at the dock's default width. Rank and alpha as wide as their
-    // header or values in the font in use: a fixed 40 px clipped "Rank" under GNOME's 11 pt font.
+    // rank and alpha it was a sliver at the dock's default width. Name, rank and alpha as wide as
+    // their header or values in the font in use: a fixed 40 px clipped "Rank" under GNOME's 11 pt
+    // font, and a fixed 90 px name pushed "Rank" past the dock's edge.
     view_->horizontalHeader()->moveSection(AdapterListModel::ColTargets, 1);
     auto fit_columns = [this] {
-        for (int c : {AdapterListModel::ColTargets, AdapterListModel::ColRank, AdapterListModel::ColAlpha}) view_->resizeColumnToContents(c);
+        for (int c : {AdapterListModel::ColName, AdapterListModel::ColTargets, AdapterListModel::ColRank, AdapterListModel::ColAlpha})
+            view_->resizeColumnToContents(c);
     };
     fit_columns();
     connect(model_, &QAbstractItemModel::rowsInserted, this, fit_columns);
