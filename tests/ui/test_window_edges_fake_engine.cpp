@@ -6,6 +6,8 @@
 // run, the status bar follows Clear done, and the HF cache picker opens only a snapshot.
 #include <QApplication>
 #include <QChart>
+#include <QComboBox>
+#include <QLineEdit>
 #include <QDialogButtonBox>
 #include <QDockWidget>
 #include <QLabel>
@@ -25,6 +27,7 @@
 #include "lab/lab_run_data.h"
 #include "model/adapter_list_model.h"
 #include "model/hf_cache.h"
+#include "model/model_panel.h"
 #include "recording_reporter.h"
 #include "requests/params_panel.h"
 #include "requests/prompt_composer.h"
@@ -181,6 +184,38 @@ private Q_SLOTS:
         editor->moveCursor(QTextCursor::End);
         QTest::keyClick(editor, Qt::Key_Tab, Qt::ControlModifier);
         QCOMPARE(editor->toPlainText(), QStringLiteral("abc\t"));
+    }
+
+    // Ctrl+Return submits and Ctrl+Shift+Return compares (the shortcuts help) wherever the focus
+    // is; Return in the Model directory field loads. With no model loaded yet (Submit and Compare
+    // disabled) the two shortcuts reached the field, which took them for Return and loaded the
+    // model again: scripts/window-check's keys, sent while the demo model still loaded, did that.
+    void submitShortcutsInTheModelFieldDoNotLoad() {
+        auto w = makeWindow();
+        QApplication::setActiveWindow(w.get());
+        auto* field = w->modelPanel()->findChild<QComboBox*>();
+        QVERIFY(field && field->accessibleName() == QStringLiteral("Model directory") && field->lineEdit());
+        w->modelPanel()->setModelDir(model_);
+        field->lineEdit()->setFocus();
+        QTRY_VERIFY(field->lineEdit()->hasFocus());
+        QSignalSpy loads(w->modelPanel(), &ModelPanel::loadRequested);
+        QSignalSpy finished(w->bridge(), &EngineBridge::loadFinished);
+        QSignalSpy submitted(w->bridge(), &EngineBridge::requestSubmitted);
+        QTest::keyClick(field->lineEdit(), Qt::Key_Return, Qt::ControlModifier | Qt::ShiftModifier);
+        QTest::keyClick(field->lineEdit(), Qt::Key_Return, Qt::ControlModifier);
+        QTest::keyClick(field->lineEdit(), Qt::Key_Enter, Qt::ControlModifier | Qt::KeypadModifier);
+        QCOMPARE(loads.count(), 0);
+        QTest::keyClick(field->lineEdit(), Qt::Key_Return);   // Return alone loads what the field names
+        QCOMPARE(loads.count(), 1);
+        QVERIFY(finished.wait(5000));
+        QTRY_VERIFY(w->bridge()->hasEngine());
+        // Loaded, Submit takes its shortcut, and neither loads.
+        w->composer()->setText(QStringLiteral("translate English to German: The house is wonderful."));
+        field->lineEdit()->setFocus();
+        QTest::keyClick(field->lineEdit(), Qt::Key_Return, Qt::ControlModifier);
+        QTest::keyClick(field->lineEdit(), Qt::Key_Return, Qt::ControlModifier | Qt::ShiftModifier);
+        QCOMPARE(loads.count(), 1);
+        QCOMPARE(submitted.count(), 1);   // the prompt under the base model; no adapters to compare
     }
 
     // Item 9: a Help menu (README, shortcuts, About with the versions) and a title naming the model.

@@ -3,7 +3,8 @@
 // tab, cell, header, chart text and self-painted text against its widget) and the window's
 // minimum size fits the screen. The board holds more than 1,000 requests (four-digit ids), a
 // cancelled one and a 32-row batch (the timeline's row labels); the lab runs its preset on the
-// fake engine. Under GNOME's font (what Qt's GTK 3 platform theme sets) the minimum size still fits.
+// fake engine. Under GNOME's font (what Qt's GTK 3 platform theme sets) the minimum size still
+// fits, and every text (chart axes and table headers among them) is whole.
 #include <QApplication>
 #include <QDockWidget>
 #include <QScreen>
@@ -99,6 +100,16 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(window_->adapterModel()->readyNames().size(), 2, 5000);
     }
 
+    // The lab's preset run on the fake engine, its results drawn.
+    void runTheLab() {
+        window_->showTab(MainWindow::Tab::Lab);
+        LabView* lab = window_->labView();
+        lab->usePreset();
+        QVERIFY(lab->run());
+        QTRY_VERIFY_WITH_TIMEOUT(!lab->runner()->isRunning(), 60000);
+        lab->refreshNow();
+    }
+
     void everyTextFitsBeforeALabRun() {
         // A comparison over the base and both adapters, then 1,040 prompts (ids past 1000), the
         // first 32 of them in one batch.
@@ -119,12 +130,7 @@ private Q_SLOTS:
     }
 
     void everyTextFitsAfterALabRun() {
-        window_->showTab(MainWindow::Tab::Lab);
-        LabView* lab = window_->labView();
-        lab->usePreset();
-        QVERIFY(lab->run());
-        QTRY_VERIFY_WITH_TIMEOUT(!lab->runner()->isRunning(), 60000);
-        lab->refreshNow();
+        runTheLab();
         checkEveryTab(QStringLiteral("after a lab run"));
     }
 
@@ -146,8 +152,9 @@ private Q_SLOTS:
             window_->showTab(tab);
             settle();
             const QSize minimum = window_->minimumSizeHint();
-            // The width only: offscreen, this font asks 786 px of height (the docks' stacked
-            // minimums), where the real GTK window asked 747 (xprop), under the screen's 770.
+            // The width here, naming what asks for it; the height is checked below with every text
+            // (offscreen and the real GTK window differ there: xprop showed 761 px before the lab's
+            // timelines took their height from the font, 809 with a first try, 589 now).
             if (minimum.width() <= kWidth) continue;
             QStringList parts;   // what each dock and the tabs ask for, to name the widget that grew
             for (QDockWidget* d : window_->findChildren<QDockWidget*>())
@@ -163,8 +170,23 @@ private Q_SLOTS:
                             parts << QStringLiteral("%1/%2 %3").arg(d->windowTitle(), QString::fromLatin1(c->metaObject()->className())).arg(c->minimumSizeHint().width());
             problems << QStringLiteral("tab %1: minimum %2x%3 (%4)").arg(int(tab)).arg(minimum.width()).arg(minimum.height()).arg(parts.join(QStringLiteral(", ")));
         }
-        QApplication::setFont(before);
+        if (!problems.isEmpty()) QApplication::setFont(before);
         QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QLatin1Char('\n'))));
+
+        // And every text under that font, as before and after a lab run above: the lab's chart
+        // tick labels and axis titles ("...") and the Adapters table's "Rank" header were clipped
+        // under the GTK 3 theme's font, with the same docks and the same 1280 px.
+        const QString model = test::makeFakeModelDir(dir_.path(), QStringLiteral("tiny-t5-gnome"));
+        QVERIFY(test::load_through_panel(*window_, model, 5000));
+        for (const char* name : {"lora-gamma", "lora-delta"}) window_->addAdapter(test::makeFakeAdapterDir(dir_.path(), QLatin1String(name)));
+        QTRY_COMPARE_WITH_TIMEOUT(window_->adapterModel()->readyNames().size(), 2, 5000);
+        window_->composer()->setSelectedTargets({QString(), QStringLiteral("lora-gamma"), QStringLiteral("lora-delta")});
+        window_->composer()->setText(QStringLiteral("translate English to German: The house is wonderful."));
+        QVERIFY(window_->compareTargets() > 0);
+        QTRY_COMPARE_WITH_TIMEOUT(window_->requestModel()->unfinishedCount(), 0, 60000);
+        runTheLab();
+        checkEveryTab(QStringLiteral("under GNOME's font, after a lab run"));
+        QApplication::setFont(before);
     }
 
     void cleanupTestCase() { window_.reset(); }

@@ -1,5 +1,7 @@
 #include "chat/chat_view.h"
 
+#include <algorithm>
+
 #include <QCheckBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -163,6 +165,10 @@ void ChatView::refresh_targets() {
         item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
         item->setCheckState(checked.contains(name) ? Qt::Checked : Qt::Unchecked);
     }
+    // Up to four targets whole in the font in use (a fixed 64 px cut the fourth under GNOME's
+    // 11 pt font); more scroll.
+    const int rows = std::min(targets_->count(), 4);
+    if (rows > 0) targets_->setMaximumHeight(std::max(64, rows * targets_->sizeHintForRow(0) + 2 * targets_->frameWidth()));
     apply_targets();
 }
 

@@ -2,7 +2,8 @@
 
 #include <QChart>
 #include <QChartView>
-#include <QGridLayout>
+#include <QScrollArea>
+#include <QVBoxLayout>
 #include <QLineSeries>
 #include <QScatterSeries>
 #include <QValueAxis>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/chart_grid.h"
 #include "common/theme.h"
 
 namespace lorascope::ui {
@@ -41,16 +43,20 @@ void styleCompactChart(QChart* chart, QValueAxis* x, QValueAxis* y) {
 }
 
 void layoutChartGrid(QWidget* page, const std::vector<QChart*>& charts, int columns, int min_height) {
-    auto* grid = new QGridLayout(page);
-    grid->setContentsMargins(0, 0, 0, 0);
-    grid->setSpacing(2);
-    for (size_t i = 0; i < charts.size(); ++i) {
-        auto* view = new PaletteChartView(charts[i], page);
+    auto* layout = new QVBoxLayout(page);
+    layout->setContentsMargins(0, 0, 0, 0);
+    auto* scroll = new QScrollArea(page);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setWidgetResizable(true);
+    auto* grid = new ChartGrid(columns, min_height, scroll);
+    for (QChart* chart : charts) {
+        auto* view = new PaletteChartView(chart, grid);
         view->setRenderHint(QPainter::Antialiasing);
-        view->setMinimumHeight(min_height);
-        view->setAccessibleName(charts[i]->title());
-        grid->addWidget(view, int(i) / columns, int(i) % columns);
+        view->setAccessibleName(chart->title());
+        grid->addView(view);
     }
+    scroll->setWidget(grid);
+    layout->addWidget(scroll);
 }
 
 CompactChart CompactChart::make(const QString& title, const QStringList& names, const QString& unit,

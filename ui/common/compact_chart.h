@@ -38,8 +38,9 @@ struct CompactChart {
 // small title and axis labels.
 void styleCompactChart(QChart* chart, QValueAxis* x, QValueAxis* y);
 
-// Lays `charts` out on `page` (which gets the layout), `columns` across, each in an antialiased
-// view at least `min_height` tall, named for accessibility by its title.
+// Lays `charts` out on `page` (which gets the layout) in a ChartGrid (common/chart_grid.h) that
+// scrolls: up to `columns` across, each in an antialiased view at least `min_height` tall and as
+// large as its texts need, named for accessibility by its title.
 void layoutChartGrid(QWidget* page, const std::vector<QChart*>& charts, int columns, int min_height);
 
 // Fits `axis` to [lo, hi] with ticks at 1, 2 or 5 times a power of ten (at least 1 for counts).

@@ -37,16 +37,20 @@ std::vector<PaintedText> flowTexts(const QStringList& parts, const QFont& font, 
 }
 
 std::vector<PaintedText> rowLabels(int rows, int top, double row_height, int right, const QFont& font) {
-    const QFontMetrics fm(font);
+    // A line as laid out (QFontMetrics::height() rounds 12.6 px down to 12, the text takes 13).
+    const int line = int(std::ceil(QFontMetricsF(font).height()));
     std::vector<PaintedText> out;
     if (rows <= 0 || row_height <= 0) return out;
-    const int every = std::max(1, int(std::ceil(double(fm.height()) / row_height)));
+    int every = std::max(1, int(std::ceil(double(line) / row_height)));
+    // Whole pixels apart: the labels' tops are truncated, and 3 rows of 4.2 px put "3" 12 px below
+    // "0" in a 13 px line.
+    while (row_height < line && int(every * row_height) < line) ++every;
     const int bottom = top + int(rows * row_height);
     for (int r = 0; r < rows; r += every) {
         // A row at least a line tall gets its label centred in it; thinner rows get it from their
         // top, `every` rows (a line or more) apart, and none that would run past the last row.
         const int y = top + int(r * row_height);
-        const int h = row_height >= fm.height() ? int(row_height) : fm.height();
+        const int h = row_height >= line ? int(row_height) : line;
         if (y + h > bottom) break;
         out.push_back({QString::number(r), QRect(0, y, right, h), font, Qt::AlignRight | Qt::AlignVCenter, QPalette::PlaceholderText});
     }

@@ -42,7 +42,7 @@ ComparisonView::ComparisonView(RequestTableModel* model, QWidget* parent) : QWid
     top->addWidget(label);
     top->addWidget(groups_);
     top->addWidget(legend_, 1);
-    blend_toggle_ = new QCheckBox(tr("Blend"), this);
+    blend_toggle_ = new QCheckBox(tr("&Blend"), this);   // Alt+B, for keyboard users (and scripts/window-check)
     blend_toggle_->setAccessibleName(tr("Blend adapters"));
     blend_toggle_->setToolTip(tr("Add a column for a weighted merge of adapters, regenerated as you move the sliders"));
     top->addWidget(blend_toggle_);

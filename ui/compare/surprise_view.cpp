@@ -30,10 +30,14 @@ SurpriseView::SurpriseView(RequestTableModel* model, EngineBridge* bridge, QWidg
     auto* form = new QGridLayout;
     text_ = new QLineEdit(this);
     text_->setAccessibleName(tr("Text to score"));
-    text_->setPlaceholderText(tr("The text to score: a prompt (decoder-only), the target (encoder-decoder)"));
+    // Short placeholders, the whole sentence in the tooltip: the long ones were cut at 1280 px
+    // under GNOME's 11 pt font.
+    text_->setPlaceholderText(tr("A prompt (decoder-only) or a target (encoder-decoder)"));
+    text_->setToolTip(tr("The text to score: a prompt (decoder-only), the target (encoder-decoder)"));
     source_ = new QLineEdit(this);
     source_->setAccessibleName(tr("Source of the target"));
-    source_->setPlaceholderText(tr("Encoder-decoder models: the source the target is scored given"));
+    source_->setPlaceholderText(tr("Encoder-decoder models: the source"));
+    source_->setToolTip(tr("Encoder-decoder models: the source the target is scored given"));
     score_ = new QPushButton(tr("Score"), this);
     score_->setAccessibleName(tr("Score the text under the checked targets"));
     score_->setToolTip(tr("Score the text under the targets checked in the prompt composer"));

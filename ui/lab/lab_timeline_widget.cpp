@@ -13,7 +13,15 @@
 namespace lorascope::ui {
 
 namespace {
+// The row-number gutter (kLeft) and the step-number strip (kAxisH) at least; both grow with the
+// font (leftGutter, axisHeight): GNOME's 11 pt font pushed "queue" and the step numbers out.
 constexpr int kLeft = 44, kRight = 6, kQueueH = 22, kGap = 3, kAxisH = 16;
+
+QFont smallFont(const QFont& f) {
+    QFont small = f;
+    small.setPointSizeF(small.pointSizeF() * 0.8);
+    return small;
+}
 constexpr double kWidestCellPx = 16;
 
 QRgb requestColour(int index, bool prefill) {
@@ -53,15 +61,32 @@ std::vector<PaintedText> LabTimelineWidget::key(int* bottom) const {
     return texts;
 }
 
+int LabTimelineWidget::leftGutter() const {
+    return qMax(kLeft, QFontMetrics(font()).horizontalAdvance(tr("queue")) + 8);
+}
+
+// The ticks (4 px) and the step numbers below the rows.
+int LabTimelineWidget::axisHeight() const { return qMax(kAxisH, QFontMetrics(smallFont(font())).height() + 5); }
+
+// A line of key, the queue strip, two rows' numbers and the step numbers, in the font in use. Not
+// the key as it wraps at the width of the moment: before the layout that is a child's 100 px, and
+// the key's six lines there raised the window's minimum height from 761 to 809 px under GNOME's font.
+QSize LabTimelineWidget::minimumSizeHint() const {
+    QFont bold = font();
+    bold.setBold(true);
+    const int key_line = QFontMetrics(bold).height() + 3;
+    return {200, qMax(90, key_line + kQueueH + kGap + 2 * QFontMetrics(smallFont(font())).height() + axisHeight())};
+}
+
 QRect LabTimelineWidget::queueRect() const {
     int top = 0;
     key(&top);
-    return {kLeft, top, qMax(1, width() - kLeft - kRight), kQueueH};
+    return {leftGutter(), top, qMax(1, width() - leftGutter() - kRight), kQueueH};
 }
 
 QRect LabTimelineWidget::rowsRect() const {
     const int top = queueRect().bottom() + 1 + kGap;
-    return {kLeft, top, qMax(1, width() - kLeft - kRight), qMax(1, height() - top - kAxisH)};
+    return {leftGutter(), top, qMax(1, width() - leftGutter() - kRight), qMax(1, height() - top - axisHeight())};
 }
 
 void LabTimelineWidget::fit() {
@@ -88,9 +113,9 @@ void LabTimelineWidget::clampView() {
 }
 
 void LabTimelineWidget::zoom(double factor, int anchor_x) {
-    const double at = first_step_ + (anchor_x - kLeft) * steps_per_px_;
+    const double at = first_step_ + (anchor_x - leftGutter()) * steps_per_px_;
     steps_per_px_ = qBound(1.0 / kWidestCellPx, steps_per_px_ / factor, qMax(1.0, double(stepCount())));
-    first_step_ = at - (anchor_x - kLeft) * steps_per_px_;
+    first_step_ = at - (anchor_x - leftGutter()) * steps_per_px_;
     fitted_ = false;
     clampView();
     update();
@@ -105,8 +130,8 @@ void LabTimelineWidget::panSteps(double steps) {
 
 LabTimelineWidget::Hit LabTimelineWidget::hitAt(const QPoint& pos) const {
     Hit h;
-    if (!run_ || pos.x() < kLeft || pos.x() >= kLeft + rowsRect().width()) return h;
-    const int step = int(std::floor(first_step_ + (pos.x() - kLeft) * steps_per_px_));
+    if (!run_ || pos.x() < leftGutter() || pos.x() >= leftGutter() + rowsRect().width()) return h;
+    const int step = int(std::floor(first_step_ + (pos.x() - leftGutter()) * steps_per_px_));
     if (step < 0 || step >= stepCount()) return h;
     const QRect rows = rowsRect();
     if (queueRect().contains(pos)) {
@@ -154,7 +179,7 @@ LabTimelineWidget::Span LabTimelineWidget::visibleSpan() const {
     span.last = qMin(stepCount(), int(std::ceil(first_step_ + visible)));
     if (span.last <= span.first) return Span{};
     span.columns = qMin(span.last - span.first, rows.width());
-    span.x0 = kLeft + (span.first - first_step_) / steps_per_px_;
+    span.x0 = leftGutter() + (span.first - first_step_) / steps_per_px_;
     span.width = (span.last - span.first) / steps_per_px_;
     return span;
 }
@@ -185,7 +210,7 @@ void LabTimelineWidget::paintEvent(QPaintEvent*) {
 std::vector<PaintedText> LabTimelineWidget::paintedTexts() const {
     std::vector<PaintedText> texts = key(nullptr);
     const QRect rows = rowsRect(), queue = queueRect();
-    texts.push_back({tr("queue"), QRect(0, queue.top(), kLeft - 4, queue.height()), font(), Qt::AlignRight | Qt::AlignVCenter});
+    texts.push_back({tr("queue"), QRect(0, queue.top(), leftGutter() - 4, queue.height()), font(), Qt::AlignRight | Qt::AlignVCenter});
     const Span span = visibleSpan();
     if (span.columns == 0) {
         texts.push_back({tr("No steps yet: define a workload and press Run"), rows, font(), Qt::AlignCenter | Qt::TextWordWrap,
@@ -257,22 +282,21 @@ void LabTimelineWidget::drawTicks(QPainter& p, const QRect& rows, const Span& sp
     p.setPen(palette().color(QPalette::Text));
     const int tick = tickEvery();
     for (int s = (span.first / tick) * tick; s < span.last; s += tick) {
-        const double x = kLeft + (s - first_step_) / steps_per_px_;
-        if (x >= kLeft && x <= rows.right()) p.drawLine(QPointF(x, rows.bottom() + 1), QPointF(x, rows.bottom() + 4));
+        const double x = leftGutter() + (s - first_step_) / steps_per_px_;
+        if (x >= leftGutter() && x <= rows.right()) p.drawLine(QPointF(x, rows.bottom() + 1), QPointF(x, rows.bottom() + 4));
     }
 }
 
 // Row numbers left, step numbers below (none over another or over "step"), the queue's scale in its strip.
 std::vector<PaintedText> LabTimelineWidget::axisTexts(const Span& span) const {
     const QRect rows = rowsRect(), queue = queueRect();
-    QFont small = font();
-    small.setPointSizeF(small.pointSizeF() * 0.8);
+    const QFont small = smallFont(font());
     const QFontMetrics fm(small);
     const QString max_text = tr("max %1").arg(maxQueue(span));
     std::vector<PaintedText> texts = {{max_text, QRect(queue.left() + 2, queue.top(), paintedWidth(fm, max_text), fm.height()),
                                        small, Qt::AlignLeft | Qt::AlignTop}};
     const int n_rows = qMax(1, run_->rows());
-    for (PaintedText& t : rowLabels(n_rows, rows.top(), double(rows.height()) / n_rows, kLeft - 4, small)) {
+    for (PaintedText& t : rowLabels(n_rows, rows.top(), double(rows.height()) / n_rows, leftGutter() - 4, small)) {
         t.role = QPalette::Text;
         texts.push_back(std::move(t));
     }
@@ -282,8 +306,8 @@ std::vector<PaintedText> LabTimelineWidget::axisTexts(const Span& span) const {
     QRect previous;
     const int tick = tickEvery();
     for (int s = (span.first / tick) * tick; s < span.last; s += tick) {
-        const double x = kLeft + (s - first_step_) / steps_per_px_;
-        if (x < kLeft || x > rows.right()) continue;
+        const double x = leftGutter() + (s - first_step_) / steps_per_px_;
+        if (x < leftGutter() || x > rows.right()) continue;
         const QString label = QString::number(s);
         const int w = paintedWidth(fm, label);
         const QRect r(qBound(0, int(x) - w / 2, width() - w), rows.bottom() + 4, w, fm.height());

@@ -37,7 +37,7 @@ public:
     Hit hitAt(const QPoint& pos) const;
     QString describeAt(const QPoint& pos) const;
     QSize sizeHint() const override { return {600, 200}; }
-    QSize minimumSizeHint() const override { return {200, 90}; }
+    QSize minimumSizeHint() const override;
     // The title and key, the queue's scale, row numbers and step numbers, as painted now.
     std::vector<PaintedText> paintedTexts() const override;
 
@@ -72,6 +72,8 @@ private:
     int tickEvery() const;
     QRect rowsRect() const;
     QRect queueRect() const;
+    int leftGutter() const;   // the row numbers and "queue", left of the cells
+    int axisHeight() const;   // the step numbers, below them
     int stepCount() const;
     void clampView();
 

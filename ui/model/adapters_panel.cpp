@@ -22,16 +22,19 @@ AdaptersPanel::AdaptersPanel(AdapterListModel* model, QWidget* parent) : QWidget
     view_->verticalHeader()->hide();
     view_->horizontalHeader()->setStretchLastSection(true);
     view_->setWordWrap(false);
-    view_->setColumnWidth(AdapterListModel::ColName, 90);
-    view_->setColumnWidth(AdapterListModel::ColRank, 40);
-    view_->setColumnWidth(AdapterListModel::ColAlpha, 45);
     // Targets (which linears an adapter changes) right after the name, as wide as its text: behind
-    // rank and alpha it was a sliver at the dock's default width.
+    // rank and alpha it was a sliver at the dock's default width. Name, rank and alpha as wide as
+    // their header or values in the font in use: a fixed 40 px clipped "Rank" under GNOME's 11 pt
+    // font, and a fixed 90 px name pushed "Rank" past the dock's edge.
     view_->horizontalHeader()->moveSection(AdapterListModel::ColTargets, 1);
-    auto fit_targets = [this] { view_->resizeColumnToContents(AdapterListModel::ColTargets); };
-    connect(model_, &QAbstractItemModel::rowsInserted, this, fit_targets);
-    connect(model_, &QAbstractItemModel::dataChanged, this, fit_targets);
-    connect(model_, &QAbstractItemModel::modelReset, this, fit_targets);
+    auto fit_columns = [this] {
+        for (int c : {AdapterListModel::ColName, AdapterListModel::ColTargets, AdapterListModel::ColRank, AdapterListModel::ColAlpha})
+            view_->resizeColumnToContents(c);
+    };
+    fit_columns();
+    connect(model_, &QAbstractItemModel::rowsInserted, this, fit_columns);
+    connect(model_, &QAbstractItemModel::dataChanged, this, fit_columns);
+    connect(model_, &QAbstractItemModel::modelReset, this, fit_columns);
     layout->addWidget(view_, 1);
     auto* row = new QHBoxLayout;
     add_ = new QToolButton(this);

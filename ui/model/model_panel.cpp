@@ -7,6 +7,7 @@
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
 #include <QProgressBar>
@@ -141,7 +142,23 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent), elapsed_(std::make_un
     connect(cancel_, &QPushButton::clicked, this, &ModelPanel::cancelRequested);
     connect(browse_, &QPushButton::clicked, this, &ModelPanel::browseRequested);
     connect(hf_, &QPushButton::clicked, this, &ModelPanel::hfCacheRequested);
-    connect(dir_->lineEdit(), &QLineEdit::returnPressed, this, &ModelPanel::loadRequested);
+    dir_->lineEdit()->installEventFilter(this);   // Return loads (eventFilter)
+}
+
+// Return in the field loads, once. Through QLineEdit::returnPressed it loaded twice (the line
+// edit passes Return on to its combo box, which hands it back to the line edit), and any Return
+// counted: Ctrl+Return (Submit) and Ctrl+Shift+Return (Compare), the window's shortcuts, reach the
+// field while those actions are disabled (no model yet) and loaded the model again. They do
+// nothing here.
+bool ModelPanel::eventFilter(QObject* watched, QEvent* e) {
+    if (watched == dir_->lineEdit() && e->type() == QEvent::KeyPress) {
+        auto* key = static_cast<QKeyEvent*>(e);
+        if (key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter) {
+            if (!(key->modifiers() & (Qt::ControlModifier | Qt::AltModifier | Qt::MetaModifier))) Q_EMIT loadRequested();
+            return true;
+        }
+    }
+    return QWidget::eventFilter(watched, e);
 }
 
 // Device, dtype (with what it computes on this CPU), threads and a server's token.

@@ -57,6 +57,9 @@ Q_SIGNALS:
     void browseRequested();
     void hfCacheRequested();
 
+protected:
+    bool eventFilter(QObject* watched, QEvent* e) override;
+
 private:
     QFormLayout* buildComputeForm();
     QComboBox* dir_ = nullptr;

@@ -35,7 +35,7 @@ QString aboutText(const AboutInfo& info) {
     const QString version = info.torch_version ? info.torch_version() : QString();
     const QString torch = version.isEmpty() ? QCoreApplication::translate("Help", "unknown") : version;
     const QStringList features = cpuFeatures();
-    QString text = QCoreApplication::translate("Help", "<h3>Lorascope %1</h3><p>A workbench for T5, BART and BLOOM checkpoints "
+    QString text = QCoreApplication::translate("Help", "<h3>Lorascope %1</h3><p>A workbench for T5, BART, BLOOM and Llama-family (Llama, Mistral, Qwen2) checkpoints "
                                                        "and their LoRA adapters.</p><table>"
                                                        "<tr><td>Qt</td><td>%2 (built with %3)</td></tr>"
                                                        "<tr><td>LibTorch</td><td>%4</td></tr>"

@@ -43,7 +43,7 @@ bool takeDemoPack(const QString& key, const QString& dir, bool headless, LaunchO
 
 std::optional<LaunchOptions> parseLaunchOptions(const QCoreApplication& app, int* exit_code) {
     QCommandLineParser cli;
-    cli.setApplicationDescription(QStringLiteral("Desktop workbench for T5, BART and BLOOM checkpoints and LoRA adapters"));
+    cli.setApplicationDescription(QStringLiteral("Desktop workbench for T5, BART, BLOOM and Llama-family (Llama, Mistral, Qwen2) checkpoints and LoRA adapters"));
     cli.addHelpOption();
     cli.addVersionOption();
     cli.addPositionalArgument(QStringLiteral("model"), QStringLiteral("Hugging Face checkpoint directory to load"), QStringLiteral("[model]"));
@@ -54,7 +54,7 @@ std::optional<LaunchOptions> parseLaunchOptions(const QCoreApplication& app, int
     const auto device = option("device", "cpu or cuda[:N]", "DEVICE");
     const auto threads = option("threads", "Compute threads (0: all cores)", "N");
     const auto demo = option("demo", "Load the demo pack's model with its adapters and example prompts");
-    const auto demo_model = option("demo-model", "Demo model: t5 (default), bart or bloom", "KEY");
+    const auto demo_model = option("demo-model", "Demo model: t5 (default), bart, bloom or llama", "KEY");
     const auto demo_dir = option("demo-dir", "Demo pack directory (default: LORASCOPE_DEMO_DIR, the installed or source-tree pack)", "DIR");
     const auto lab = option("lab", "Open the batching lab and run its preset workload under two policies");
     cli.addOptions({screenshot, model, adapter, prompt, device, threads, demo, demo_model, demo_dir, lab});

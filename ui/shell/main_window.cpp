@@ -17,6 +17,7 @@
 #include <QScrollBar>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTableView>
 #include <QToolBar>
@@ -50,6 +51,20 @@
 #include "common/side_scroll.h"
 
 namespace lorascope::ui {
+
+namespace {
+// The tab widget of a page that no other tab widget of the page holds (Compare's Generations,
+// Surprise and Blend; the lab's setup, results and frontier), if the page has one.
+QTabWidget* outermostPages(QWidget* page) {
+    for (QTabWidget* pages : page->findChildren<QTabWidget*>()) {
+        if (!pages->isVisibleTo(page)) continue;   // the inspector's server page, shown for a server only
+        QWidget* up = pages->parentWidget();
+        while (up && up != page && !qobject_cast<QTabWidget*>(up)) up = up->parentWidget();
+        if (up == page) return pages;
+    }
+    return nullptr;
+}
+}  // namespace
 
 MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
     : QMainWindow(parent),
@@ -125,11 +140,16 @@ void MainWindow::buildActions() {
     run->addAction(step_);
 }
 
-// Alt+1..4 show the tabs (keyboard users, and scripts/window-check's xdotool), under the docks.
+// Alt+1..5 show the tabs (keyboard users, and scripts/window-check's xdotool), under the docks.
+// A tab with pages of its own (Compare, the inspector, the lab) takes the focus to their tab bar,
+// where Left and Right turn the pages: without a mouse they were out of reach.
 void MainWindow::addViewMenu() {
     view_menu_->addSeparator();
     for (int i = 0; i < tabs_->count(); ++i) {
-        QAction* a = view_menu_->addAction(tabs_->tabText(i), this, [this, i] { tabs_->setCurrentIndex(i); });
+        QAction* a = view_menu_->addAction(tabs_->tabText(i), this, [this, i] {
+            tabs_->setCurrentIndex(i);
+            if (QTabWidget* pages = outermostPages(tabs_->widget(i))) pages->tabBar()->setFocus(Qt::ShortcutFocusReason);
+        });
         a->setShortcut(QKeySequence(Qt::ALT | Qt::Key(Qt::Key_1 + i)));
         addAction(a);
     }
@@ -177,7 +197,16 @@ QDockWidget* MainWindow::addDock(const QString& title, const QString& name, QWid
 
 void MainWindow::buildDocks() {
     model_panel_ = new ModelPanel(this);
-    QDockWidget* model_dock = addDock(tr("Model"), QStringLiteral("modelDock"), model_panel_, Qt::LeftDockWidgetArea);
+    // Scrolling down, as the Parameters dock does: under GNOME's 11 pt font the Model and Adapters
+    // docks' minimum heights stacked made the window 809 px tall on an 800 px screen (xdotool), its
+    // status bar off the screen.
+    auto* model_scroll = new QScrollArea(this);
+    model_scroll->setWidget(model_panel_);
+    model_scroll->setWidgetResizable(true);
+    model_scroll->setFrameShape(QFrame::NoFrame);
+    model_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    model_scroll->setMinimumWidth(model_panel_->minimumSizeHint().width() + model_scroll->verticalScrollBar()->sizeHint().width() + 4);
+    QDockWidget* model_dock = addDock(tr("Model"), QStringLiteral("modelDock"), model_scroll, Qt::LeftDockWidgetArea);
     adapters_panel_ = new AdaptersPanel(adapters_, this);
     QDockWidget* adapters_dock = addDock(tr("Adapters"), QStringLiteral("adaptersDock"), adapters_panel_, Qt::LeftDockWidgetArea);
     splitDockWidget(model_dock, adapters_dock, Qt::Vertical);

@@ -1,4 +1,4 @@
-// The demo pack: tiny models trained by scripts/train-demo (T5, BART, BLOOM) with PEFT LoRA
+// The demo pack: tiny models trained by scripts/train-demo (T5, BART, BLOOM, Llama) with PEFT LoRA
 // adapters, described by manifest.json, so that the app shows real adapter differences without
 // downloading anything. Torch-free; shared by lorascope-cli and the GUI.
 #pragma once
