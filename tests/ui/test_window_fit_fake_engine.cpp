@@ -8,12 +8,15 @@
 #include <QApplication>
 #include <QDockWidget>
 #include <QScreen>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include "fake_engine.h"
+#include "lab/lab_policy_editor.h"
 #include "lab/lab_runner.h"
 #include "lab/lab_view.h"
 #include "model/adapter_list_model.h"
@@ -186,7 +189,25 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(window_->requestModel()->unfinishedCount(), 0, 60000);
         runTheLab();
         checkEveryTab(QStringLiteral("under GNOME's font, after a lab run"));
+
+        // The lab's setup page puts its workload above the policies rather than scrolling sideways:
+        // under this font policy B's column lay past the right edge at 1280 px (window-check's dark
+        // lab-setup screenshot), where no text measures as cut.
+        window_->showTab(MainWindow::Tab::Lab);
+        QScrollArea* setup = nullptr;
+        for (QWidget* w = window_->labView()->policyEditor(); w && !setup; w = w->parentWidget()) setup = qobject_cast<QScrollArea*>(w);
+        QVERIFY(setup);
+        for (QWidget* w = setup->parentWidget(); w; w = w->parentWidget())
+            if (auto* pages = qobject_cast<QTabWidget*>(w)) {
+                pages->setCurrentWidget(setup);
+                break;
+            }
+        settle();
+        QVERIFY(setup->isVisible());
+        const int sideways = setup->horizontalScrollBar()->maximum();
         QApplication::setFont(before);
+        QVERIFY2(sideways == 0, qPrintable(QStringLiteral("the lab's setup page scrolls %1 px sideways in a %2 px viewport")
+                                               .arg(sideways).arg(setup->viewport()->width())));
     }
 
     void cleanupTestCase() { window_.reset(); }

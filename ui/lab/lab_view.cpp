@@ -87,12 +87,13 @@ LabView::LabView(EngineBridge* bridge, EngineFactory factory, QWidget* parent)
     refreshStatus();
 }
 
-// The workload beside the two policies, scrolled when the tab is short or narrow. Scrolled rather
-// than a minimum width of its own: under GNOME's font (Cantarell 11, Qt's GTK 3 theme) the page
-// asks 795 px, and as the window's minimum it pushed the Parameters dock off a 1280 px screen.
+// The workload beside the two policies, or above them where the tab is too narrow for both, and
+// scrolled when the tab is short. Not a minimum width of its own: under GNOME's font (Cantarell 11,
+// Qt's GTK 3 theme) the page asks 795 px side by side, and as the window's minimum it pushed the
+// Parameters dock off a 1280 px screen; scrolled sideways instead, it hid policy B's column.
 QWidget* LabView::buildSetupPage() {
     auto* page = new QWidget(this);
-    auto* columns = new QHBoxLayout(page);
+    auto* columns = new QBoxLayout(QBoxLayout::LeftToRight, page);
     columns->setContentsMargins(4, 4, 4, 4);
     form_ = new LabWorkloadForm(page);
     columns->addWidget(form_, 1);
@@ -103,7 +104,9 @@ QWidget* LabView::buildSetupPage() {
     right->addWidget(goodput_);
     right->addStretch(1);
     columns->addLayout(right);
-    return sideScrolling(page, this);
+    QScrollArea* scroll = sideScrolling(page, this);
+    stackWhenNarrow(scroll, columns);
+    return scroll;
 }
 
 QWidget* LabView::buildSummaryTable() {
