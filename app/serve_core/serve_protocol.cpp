@@ -428,11 +428,13 @@ ParsedRequest parse_openai_completion(const json& body, const ServedModel& model
     GenerationParams& g = r.request.params;
     g.logprobs = true;
     if (auto lp = read_int(body, "logprobs")) {
-        if (*lp < 0) invalid("`logprobs` must be 0 or 1");
-        if (*lp > 1)
-            invalid("`logprobs` > 1 asks for alternative tokens, which lorascope serve does not report; use 0 or 1 "
-                    "for the chosen token's logprob");
+        // vLLM's bound (its max_logprobs, 20 by default); OpenAI's own API stops at 5.
+        if (*lp < 0 || *lp > kMaxTopAlternatives)
+            invalid("`logprobs` must be in [0, " + std::to_string(kMaxTopAlternatives) +
+                    "]: the number of most likely tokens reported beside each chosen one");
         r.openai_logprobs = true;
+        r.top_logprobs = *lp;
+        if (*lp > 0) g.top_alternatives = *lp;
     }
     r.echo = read_bool(body, "echo").value_or(false);
     r.return_full_text = r.echo;

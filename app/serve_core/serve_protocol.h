@@ -71,7 +71,8 @@ struct ParsedRequest {
     std::optional<Conversation> conversation;   // rendered into `inputs` by render_chat
     bool chat = false;                          // answered in OpenAI's chat shapes
     bool add_special_tokens = true;             // false for a rendered conversation: its template wrote them
-    int64_t top_logprobs = 0;                   // chat: alternatives per token in logprobs
+    int64_t top_logprobs = 0;                   // alternatives per token in logprobs (chat: top_logprobs;
+                                                // completions: logprobs)
     bool tokens_as_ids = false;                 // chat: vLLM's return_tokens_as_token_ids
 };
 
@@ -94,7 +95,8 @@ ParsedRequest parse_lorax_request(const nlohmann::json& body, const ServedModel&
 
 // POST /v1/completions. `model` selects an adapter (the base when it is "" or the served
 // model_id). As OpenAI and vLLM do, temperature defaults to 1 and 0 means greedy decoding.
-// `logprobs` (0 or 1) returns each chosen token's logprob; alternatives (> 1) are refused.
+// `logprobs: k` (0 to 20, vLLM's bound) returns each chosen token's logprob and, in top_logprobs,
+// the k most likely tokens beside it (the engine's top_alternatives).
 ParsedRequest parse_openai_completion(const nlohmann::json& body, const ServedModel& model);
 
 // Tokenizes the prompt (the request then carries its ids, so that the engine does not tokenize it

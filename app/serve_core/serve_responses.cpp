@@ -121,6 +121,22 @@ void timing_headers(Reply& reply, const ParsedRequest& r, const FinishEvent& f, 
     reply.headers.emplace_back("x-time-to-first-token", ms(f.usage.time_to_first_token_ms));
 }
 
+// One token's entry in /v1/completions' top_logprobs, as vLLM builds it: {text: logprob} for the
+// chosen token and the k most likely ones (k + 1 entries when the chosen one is not among them),
+// any -inf written as -9999.0 as vLLM does (JSON has no infinity; the engine leaves out the tokens
+// a processor ruled out, so none is expected). Tokens are keyed by text, so two with the same
+// text make one entry: the chosen token's, else the more likely one's.
+json completion_top_logprobs(const TokenEvent& t, int64_t k) {
+    auto finite = [](double v) { return std::max(v, -9999.0); };
+    json entry = json::object();
+    entry[t.text_delta] = finite(t.logprob);
+    for (size_t i = 0; i < t.alternatives.size() && static_cast<int64_t>(i) < k; ++i) {
+        const TokenAlternative& a = t.alternatives[i];
+        if (a.token_id != t.token_id && !entry.contains(a.text)) entry[a.text] = finite(a.logprob);
+    }
+    return entry;
+}
+
 json openai_usage(const FinishEvent& f) {
     const int64_t p = f.usage.prompt_tokens, g = f.usage.generated_tokens;
     return {{"prompt_tokens", p}, {"completion_tokens", g}, {"total_tokens", p + g}};
@@ -165,15 +181,16 @@ Reply openai_whole_reply(const ParsedRequest& r, const FinishEvent& f, const std
     const std::string prefix = r.echo ? r.inputs : std::string();
     json logprobs = nullptr;
     if (r.openai_logprobs) {
-        json texts = json::array(), lps = json::array(), offsets = json::array();
+        json texts = json::array(), lps = json::array(), top = json::array(), offsets = json::array();
         int64_t offset = static_cast<int64_t>(prefix.size());
         for (const auto& t : tokens) {
             texts.push_back(t.text_delta);
             lps.push_back(t.logprob);
+            top.push_back(completion_top_logprobs(t, r.top_logprobs));
             offsets.push_back(offset);
             offset += static_cast<int64_t>(t.text_delta.size());
         }
-        logprobs = {{"tokens", texts}, {"token_logprobs", lps}, {"top_logprobs", nullptr}, {"text_offset", offsets}};
+        logprobs = {{"tokens", texts}, {"token_logprobs", lps}, {"top_logprobs", top}, {"text_offset", offsets}};
     }
     return json_reply(200, {{"id", completion_id},
                             {"object", "text_completion"},
@@ -196,7 +213,7 @@ json StreamWriter::openai_chunk(const std::string& text, const TokenEvent* token
     if (request_.openai_logprobs && token)
         choice["logprobs"] = {{"tokens", {token->text_delta}},
                               {"token_logprobs", {token->logprob}},
-                              {"top_logprobs", nullptr},
+                              {"top_logprobs", json::array({completion_top_logprobs(*token, request_.top_logprobs)})},
                               {"text_offset", {static_cast<int64_t>(streamed_.size())}}};
     json chunk = {{"id", completion_id_}, {"object", "text_completion"}, {"created", created_},
                   {"model", request_.model}, {"choices", json::array({choice})}};

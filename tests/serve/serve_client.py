@@ -7,6 +7,8 @@ usage: serve_client.py URL COMMAND [ARGS]
   inspect CASES.json  issue 32's fields (return_k_alternatives, decoder_input_details, merged_adapters,
                       best_of, truncate, adapter_source "local") through lorax-client: one JSON line per
                       case and mode (generate, generate_stream, raw_stream, refused)
+  completions CASES.json  /v1/completions with logprobs k through OpenAI's client (openai): one JSON line
+                      per case and mode (whole, stream), then logprobs 21 refused
   faults              malformed JSON, oversized body, unknown adapter, bad parameters; prints a summary
   crowd N EXPECTED    N concurrent streams; prints how many completed and how many were refused
   disconnect N        N streams whose clients go away after the first token; waits for the engine to idle
@@ -168,6 +170,43 @@ def run_inspect(url, cases_path):
             check(status == 200, "case %s: the raw stream answered %d: %s" % (cid, status, events))
             print(json.dumps({"case": cid, "mode": "raw_stream", "generated_text": events[-1].get("generated_text"),
                               "tokens": [e["token"] for e in events]}), flush=True)
+
+
+def run_completions(url, cases_path):
+    """/v1/completions with `logprobs: k` through OpenAI's own client (openai from PyPI), whole and
+    streamed: one JSON line per case and mode (whole, stream) with tokens, token_logprobs and
+    top_logprobs; then `logprobs` past vLLM's bound (20), which must be refused."""
+    import httpx
+    import openai
+    # A fresh connection per request (as chat_client.py): serve closes idle ones after 5 s.
+    http_client = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0), timeout=120)
+    client = openai.OpenAI(api_key="unused", base_url=url + "/v1", timeout=120, max_retries=0, http_client=http_client)
+    for case in json.load(open(cases_path)):
+        kw = dict(model=case.get("model", ""), prompt=case["prompt"], max_tokens=case["max_tokens"], temperature=0,
+                  logprobs=case["logprobs"])
+        r = client.completions.create(**kw)
+        check(r.object == "text_completion", "not a text_completion: %s" % r)
+        lp = r.choices[0].logprobs
+        print(json.dumps({"case": case["id"], "mode": "whole", "text": r.choices[0].text, "tokens": lp.tokens,
+                          "token_logprobs": lp.token_logprobs, "top_logprobs": lp.top_logprobs}), flush=True)
+        text, tokens, lps, top = "", [], [], []
+        for chunk in client.completions.create(stream=True, **kw):
+            if not chunk.choices:
+                continue
+            c = chunk.choices[0]
+            text += c.text
+            if c.logprobs and c.logprobs.tokens:
+                tokens += c.logprobs.tokens
+                lps += c.logprobs.token_logprobs
+                top += c.logprobs.top_logprobs
+        print(json.dumps({"case": case["id"], "mode": "stream", "text": text, "tokens": tokens,
+                          "token_logprobs": lps, "top_logprobs": top}), flush=True)
+    try:
+        client.completions.create(model="", prompt="rain owl", max_tokens=2, logprobs=21)
+        fail("logprobs=21 was accepted")
+    except openai.APIStatusError as e:
+        print(json.dumps({"case": "over_bound", "mode": "refused", "status": e.status_code, "body": e.response.json()}),
+              flush=True)
 
 
 def post_raw(url, path, body, headers=None):
@@ -530,6 +569,8 @@ def main():
         run_parity(url, sys.argv[3])
     elif command == "inspect":
         run_inspect(url, sys.argv[3])
+    elif command == "completions":
+        run_completions(url, sys.argv[3])
     elif command == "faults":
         run_faults(url, int(sys.argv[3]))
     elif command == "crowd":

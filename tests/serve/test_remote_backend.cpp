@@ -470,6 +470,24 @@ private Q_SLOTS:
         QVERIFY2(several->finish.reason == FinishReason::Length, several->finish.error.c_str());
         compare_with_whole(*several, whole("stream-interval3-adapter.json"));
         if (QTest::currentTestFailed()) return;
+        QVERIFY(several->finish.alternatives.empty());   // none asked for: top_logprobs not read
+
+        // Asked for alternatives (top_alternatives 1, sent as the recording's `logprobs: 1`): each
+        // token's top_logprobs dict as vLLM wrote it, greedy: the chosen token alone, no token id.
+        Request k1 = r;
+        k1.params.top_alternatives = 1;
+        const auto with_alternatives = replay(vllm_file("stream-interval3-adapter.sse"), 200, k1);
+        const json top = json::parse(vllm_file("stream-interval3-adapter.json").toStdString())
+                             .at("choices").at(0).at("logprobs").at("top_logprobs");
+        const FinishEvent& fa = with_alternatives->finish;
+        QCOMPARE(fa.alternatives.size(), top.size());
+        for (size_t t = 0; t < top.size(); ++t) {
+            QCOMPARE(fa.alternatives[t].size(), size_t(1));
+            QCOMPARE(fa.alternatives[t][0].token_id, int64_t(-1));
+            QCOMPARE(fa.alternatives[t][0].text, top[t].begin().key());
+            QVERIFY(std::fabs(fa.alternatives[t][0].logprob - top[t].begin().value().get<double>()) < 1e-6);
+            QCOMPARE(with_alternatives->tokens[t].alternatives.size(), size_t(1));
+        }
 
         Request s = make_request("queen wolf kite", "", 24);
         s.params.ignore_eos = true;

@@ -3,7 +3,9 @@
 // they merge): alternatives (LoRAX's return_k_alternatives, streamed with each token), prompt
 // log-probabilities (decoder_input_details, which LoRAX answers unstreamed: the request goes to
 // /generate) and merges (merged_adapters) come back equal to `lorascope-cli generate` with the same
-// request. The OpenAI dialect names what it cannot send instead of dropping it.
+// request. The OpenAI dialect asks for alternatives too (/v1/completions' `logprobs: k`, read back
+// from top_logprobs) and names what it cannot send instead of dropping it.
+#include <QSignalSpy>
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@
 #include "cli_process.h"
 #include "lorascope/engine.h"
 #include "remote/remote_backend.h"
+#include "requests/alternatives_popup.h"
 #include "serve_process.h"
 #include "test_env.h"
 #include "wait_sink.h"
@@ -152,6 +155,78 @@ private Q_SLOTS:
                                               kBloom);
         const auto merged = expected.at("merge").at("token_ids");
         for (const char* other : {"b", "p", "r"}) QVERIFY2(merged != alone.at(other).at("token_ids"), other);
+    }
+
+    // OpenAI's dialect asks /v1/completions for `logprobs: k` and reads each token's top_logprobs
+    // dict back as its k most likely alternatives (texts and logprobs as generate reports them; no
+    // token ids, which OpenAI does not name): the popup lists them, and none can be forked.
+    void openai_dialect_asks_for_and_shows_alternatives() {
+        std::vector<Case> cases;
+        cases.push_back(make_case("k5", "5 7 0 0 =", "reverse"));
+        cases.back().request.params.top_alternatives = 5;
+        cases.back().line["params"]["top_alternatives"] = 5;
+        cases.push_back(make_case("k2", "8 0 9 9 =", "plus-one"));
+        cases.back().request.params.top_alternatives = 2;
+        cases.back().line["params"]["top_alternatives"] = 2;
+        cases.push_back(make_case("none", "5 9 9 3 =", ""));
+        auto engine = ui::createRemoteEngine(endpoint(server_.url, RemoteDialect::OpenAi));
+        std::vector<std::shared_ptr<WaitSink>> sinks;
+        std::vector<json> lines;
+        for (const Case& c : cases) {
+            sinks.push_back(std::make_shared<WaitSink>());
+            engine->submit(c.request, sinks.back());
+            lines.push_back(c.line);
+        }
+        const auto expected = test::run_generate(lines, kBloom);
+        QCOMPARE(expected.size(), cases.size());
+        for (size_t i = 0; i < cases.size(); ++i) {
+            QVERIFY(sinks[i]->wait(120000));
+            const FinishEvent& f = sinks[i]->finish;
+            const json& want = expected.at(cases[i].id);
+            QVERIFY2(f.reason != FinishReason::Error, (cases[i].id + ": " + f.error).c_str());
+            QCOMPARE(f.text, want.at("text").get<std::string>());
+            const size_t n = want.at("token_ids").size();
+            QCOMPARE(sinks[i]->tokens.size(), n);
+            if (!want.contains("alternatives")) {
+                QVERIFY(f.alternatives.empty());
+                for (const auto& t : sinks[i]->tokens) QVERIFY(t.alternatives.empty());
+                continue;
+            }
+            const json& alts = want.at("alternatives");
+            QCOMPARE(f.alternatives.size(), n);
+            for (size_t t = 0; t < n; ++t) {
+                const std::string at = cases[i].id + " token " + std::to_string(t);
+                QVERIFY2(f.alternatives[t].size() == alts[t].size(), at.c_str());
+                QVERIFY2(sinks[i]->tokens[t].alternatives.size() == alts[t].size(), at.c_str());
+                for (size_t k = 0; k < alts[t].size(); ++k) {
+                    QCOMPARE(f.alternatives[t][k].token_id, int64_t(-1));
+                    // The chosen token goes by the text it streamed as (its `tokens` entry; an
+                    // end-of-sequence token's is empty), the others by their own.
+                    const bool chosen = alts[t][k].at("token_id") == want.at("token_ids")[t];
+                    const std::string text = chosen ? sinks[i]->tokens[t].text_delta : alts[t][k].at("text").get<std::string>();
+                    QVERIFY2(f.alternatives[t][k].text == text, (at + ": " + f.alternatives[t][k].text).c_str());
+                    QVERIFY2(close(f.alternatives[t][k].logprob, alts[t][k].at("logprob").get<double>()), at.c_str());
+                }
+            }
+            // The popup the board and the columns show on hover: the alternatives, most likely
+            // first, the chosen one marked by its text; no row forks (no token id to force).
+            const TokenEvent& e = sinks[i]->tokens[1];
+            ui::StreamedToken token;
+            token.token_id = e.token_id;
+            token.text = QString::fromStdString(e.text_delta);
+            token.logprob = e.logprob;
+            token.alternatives = e.alternatives;
+            ui::AlternativesPopup popup(nullptr);
+            popup.showToken(token, 1, QRect(0, 0, 10, 10));
+            QCOMPARE(popup.rowCount(), int(alts[1].size()));
+            QVERIFY(popup.isChosenRow(0));   // greedy: the chosen token is the most likely
+            QVERIFY(!popup.isChosenRow(1));
+            QVERIFY2(popup.rowText(0).contains(QStringLiteral("chosen")), qPrintable(popup.rowText(0)));
+            QVERIFY(popup.rowText(1).contains(QString::number(double(e.alternatives[1].logprob), 'f', 3)));
+            QSignalSpy forks(&popup, &ui::AlternativesPopup::alternativeChosen);
+            QTest::mouseClick(&popup, Qt::LeftButton, {}, popup.rowRect(1).center());
+            QCOMPARE(forks.count(), 0);
+        }
     }
 
     void openai_dialect_names_what_it_cannot_send() {

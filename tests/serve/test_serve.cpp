@@ -12,6 +12,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -328,6 +329,77 @@ private Q_SLOTS:
         }
         QCOMPARE(served.size(), size_t(15));   // 7 generate, 4 generate_stream, 1 raw_stream, 3 refused
         QCOMPARE(bloom.stop(), 0);
+    }
+
+    // Issue 32's alternatives in OpenAI's legacy form: /v1/completions' `logprobs: k` through
+    // OpenAI's own client, whole and streamed, against `lorascope-cli generate` with
+    // top_alternatives k. Per token, top_logprobs is vLLM's dict {text: logprob}: the chosen token
+    // and the k most likely (the chosen one once when it is among them).
+    void openai_client_logprobs_k_match_generate() {
+        const json cases = json::array({
+            {{"id", "k5"}, {"model", "reverse"}, {"prompt", "rain owl jam queen hat"}, {"max_tokens", 12}, {"logprobs", 5}},
+            {{"id", "k20"}, {"model", "upper"}, {"prompt", "queen wolf kite goat sun"}, {"max_tokens", 10}, {"logprobs", 20}},
+            {{"id", "k0"}, {"model", ""}, {"prompt", "rain owl jam"}, {"max_tokens", 6}, {"logprobs", 0}},
+        });
+        std::vector<json> requests;
+        for (const auto& c : cases) {
+            json params = {{"do_sample", false}, {"temperature", 1.0}, {"top_k", 0}, {"top_p", 1.0}, {"typical_p", 1.0},
+                           {"repetition_penalty", 1.0}, {"logprobs", true}, {"ignore_eos", false},
+                           {"max_new_tokens", c.at("max_tokens")}};
+            if (c.at("logprobs") > 0) params["top_alternatives"] = c.at("logprobs");
+            json r = {{"id", c.at("id")}, {"prompt", c.at("prompt")}, {"params", params}};
+            if (c.at("model") != "") r["adapter"] = c.at("model");
+            requests.push_back(r);
+        }
+        const auto expected = run_generate(requests);
+        QTemporaryDir dir;
+        QFile f(dir.filePath("cases.json"));
+        f.open(QIODevice::WriteOnly);
+        f.write(cases.dump().c_str());
+        f.close();
+        const PyResult r = run_client({q(server_.url), "completions", f.fileName()});
+        QVERIFY2(r.exit_code == 0, (r.err + r.out).c_str());
+        const auto lines = json_lines(r.out);
+        QCOMPARE(lines.size(), 2 * cases.size() + 1);
+        for (const auto& line : lines) {
+            const std::string id = line.at("case"), where = id + "/" + line.at("mode").get<std::string>();
+            if (id == "over_bound") {
+                QVERIFY2(line.at("status") == 422 && line.at("body").at("error").get<std::string>().find("[0, 20]") !=
+                                                         std::string::npos, line.dump().c_str());
+                continue;
+            }
+            const json& want = expected.at(id);
+            const int64_t k = std::find_if(cases.begin(), cases.end(), [&](const json& c) { return c.at("id") == id; })
+                                  ->at("logprobs");
+            const json& ids = want.at("token_ids");
+            const json& tokens = line.at("tokens");
+            const json& top = line.at("top_logprobs");
+            QVERIFY2(line.at("text") == want.at("text"), (where + ": " + line.dump()).c_str());
+            QVERIFY2(tokens.size() == ids.size() && top.size() == ids.size() && !ids.empty(), (where + ": " + line.dump()).c_str());
+            std::string joined;
+            for (size_t i = 0; i < ids.size(); ++i) {
+                const std::string token = tokens[i];
+                joined += token;
+                const double lp = want.at("logprobs")[i];
+                QVERIFY2(close_to(line.at("token_logprobs")[i], lp), where.c_str());
+                // vLLM's entry built from generate's own numbers: the chosen token, then the k most
+                // likely others (greedy: the chosen one is the first of them).
+                json entry = {{token, lp}};
+                if (k > 0) {
+                    const json& alts = want.at("alternatives")[i];
+                    QCOMPARE(alts.size(), size_t(k));
+                    QVERIFY2(alts[0].at("token_id") == ids[i], where.c_str());
+                    for (const auto& a : alts)
+                        if (a.at("token_id") != ids[i] && !entry.contains(a.at("text").get<std::string>()))
+                            entry[a.at("text").get<std::string>()] = a.at("logprob");
+                }
+                const std::string at = where + " token " + std::to_string(i) + ": " + top[i].dump() + " vs " + entry.dump();
+                QVERIFY2(top[i].size() == entry.size(), at.c_str());
+                for (const auto& [text, value] : entry.items())
+                    QVERIFY2(top[i].contains(text) && close_to(top[i].at(text), value), at.c_str());
+            }
+            QVERIFY2(joined == want.at("text"), where.c_str());
+        }
     }
 
     void bad_requests_get_clear_errors_and_the_server_lives_on() {

@@ -178,6 +178,7 @@ public:
                 s->body = QJsonDocument(lorax_body(request)).toJson(QJsonDocument::Compact);
             } else {
                 s->path = "/v1/completions";
+                s->top_alternatives = request.params.top_alternatives.value_or(0);
                 s->body = QJsonDocument(openai_body(request)).toJson(QJsonDocument::Compact);
             }
         }
@@ -319,7 +320,9 @@ private:
                       {QStringLiteral("stream"), true},
                       // Without it vLLM (and OpenAI) send no usage in a stream: no prompt token count.
                       {QStringLiteral("stream_options"), QJsonObject{{QStringLiteral("include_usage"), true}}},
-                      {QStringLiteral("logprobs"), 1},
+                      // The chosen token's logprob, and the k most likely beside it when asked
+                      // (issue 32; vLLM takes up to 20, OpenAI up to 5).
+                      {QStringLiteral("logprobs"), static_cast<qint64>(std::max<int64_t>(1, p.top_alternatives.value_or(0)))},
                       {QStringLiteral("max_tokens"), static_cast<qint64>(p.max_new_tokens.value_or(16))},
                       {QStringLiteral("temperature"), sample ? p.temperature.value_or(1.0) : 0.0}};
         if (sample && p.top_p) b.insert(QStringLiteral("top_p"), *p.top_p);

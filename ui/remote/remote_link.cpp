@@ -358,6 +358,30 @@ void Link::on_lorax_whole(const std::shared_ptr<Link::Stream>& s, const QJsonObj
     finish(s, s->reason, {});
 }
 
+namespace {
+
+// One token's entry in OpenAI's legacy top_logprobs, {text: logprob} for the chosen token and the
+// k most likely (vLLM: k + 1 entries when the chosen one is not among them), as the k most likely,
+// most likely first. OpenAI names no token ids: -1 says so (such an alternative cannot be forced).
+std::vector<TokenAlternative> openai_alternatives(const QJsonValue& entry, int64_t k) {
+    std::vector<TokenAlternative> out;
+    const QJsonObject o = entry.toObject();
+    for (auto it = o.begin(); it != o.end(); ++it) {
+        TokenAlternative a;
+        a.token_id = -1;
+        a.text = it.key().toStdString();
+        a.logprob = static_cast<float>(it.value().toDouble(NAN));
+        out.push_back(std::move(a));
+    }
+    std::stable_sort(out.begin(), out.end(), [](const TokenAlternative& a, const TokenAlternative& b) {
+        return a.logprob > b.logprob;
+    });
+    if (static_cast<int64_t>(out.size()) > k) out.resize(static_cast<size_t>(k));
+    return out;
+}
+
+}  // namespace
+
 // One chunk of an OpenAI /v1/completions stream. Shapes seen from vLLM 0.32 (scripts/check-vllm):
 // a chunk may carry several tokens (--stream-interval N, or a client that reads slower than the
 // engine decodes), with `logprobs.tokens`/`token_logprobs` one entry per token; its `text` is the
@@ -379,6 +403,7 @@ void Link::on_openai_event(const std::shared_ptr<Link::Stream>& s, const QJsonOb
     const QJsonObject lp = choice.value(QStringLiteral("logprobs")).toObject();
     const QJsonArray token_lps = lp.value(QStringLiteral("token_logprobs")).toArray();
     const QJsonArray token_texts = lp.value(QStringLiteral("tokens")).toArray();
+    const QJsonArray top = lp.value(QStringLiteral("top_logprobs")).toArray();
     if (!token_lps.isEmpty()) {
         // Each token its own text where they add up to the chunk's text; otherwise the whole delta
         // goes with the chunk's last token, so that the streamed text stays the server's.
@@ -388,7 +413,9 @@ void Link::on_openai_event(const std::shared_ptr<Link::Stream>& s, const QJsonOb
         for (int i = 0; i < token_lps.size(); ++i) {
             const QString piece = split ? token_texts.at(i).toString() : (i + 1 == token_lps.size() ? text : QString());
             // OpenAI gives no token ids: -1 says so.
-            emit_token(s, -1, piece, static_cast<float>(token_lps.at(i).toDouble(NAN)), false);
+            emit_token(s, -1, piece, static_cast<float>(token_lps.at(i).toDouble(NAN)), false,
+                       s->top_alternatives > 0 && i < top.size() ? openai_alternatives(top.at(i), s->top_alternatives)
+                                                                 : std::vector<TokenAlternative>{});
         }
     } else if (!text.isEmpty()) {
         s->streamed += text.toStdString();

@@ -41,6 +41,9 @@ public:
         // LoRAX's /generate, answered whole: decoder_input_details (prompt log-probabilities),
         // which LoRAX does not stream. Its tokens are sent to the sink when the answer is in.
         bool whole = false;
+        // OpenAI's /v1/completions asked with `logprobs: k` for alternatives: each token's
+        // top_logprobs dict becomes its k most likely alternatives (0: none asked for).
+        int64_t top_alternatives = 0;
         QByteArray buffer;          // what arrived of the event being read (capped: kMaxEventBytes)
         qsizetype scanned = 0;      // how far `buffer` is known to hold no event end
         QByteArray error_body;      // an HTTP error's body, its first kMaxErrorBody bytes

@@ -40,6 +40,7 @@ void AlternativesPopup::showToken(const StreamedToken& token, int position, cons
     hide_timer_.stop();
     alternatives_ = token.alternatives;
     chosen_id_ = token.token_id;
+    chosen_text_ = token.text.toStdString();
     position_ = position;
     hovered_ = -1;
     header_ = tr("Token %1: %2 (%3)").arg(position + 1).arg(visible(token.text.toStdString()), numbers(token.logprob));
@@ -74,8 +75,15 @@ int AlternativesPopup::rowAt(const QPoint& pos) const {
     return -1;
 }
 
+// A fork forces the alternative's token id: one without (an OpenAI server's) cannot be forced.
+bool AlternativesPopup::forkable(int row) const {
+    return row >= 0 && row < rowCount() && !isChosenRow(row) && alternatives_[size_t(row)].token_id >= 0;
+}
+
 bool AlternativesPopup::isChosenRow(int row) const {
-    return row >= 0 && row < rowCount() && alternatives_[size_t(row)].token_id == chosen_id_;
+    if (row < 0 || row >= rowCount()) return false;
+    const TokenAlternative& a = alternatives_[size_t(row)];
+    return chosen_id_ >= 0 ? a.token_id == chosen_id_ : a.text == chosen_text_;
 }
 
 QString AlternativesPopup::rowText(int row) const {
@@ -122,14 +130,14 @@ void AlternativesPopup::mouseMoveEvent(QMouseEvent* e) {
     const int row = rowAt(e->position().toPoint());
     if (row != hovered_) {
         hovered_ = row;
-        setCursor(row >= 0 && !isChosenRow(row) ? Qt::PointingHandCursor : Qt::ArrowCursor);
+        setCursor(forkable(row) ? Qt::PointingHandCursor : Qt::ArrowCursor);
         update();
     }
 }
 
 void AlternativesPopup::mouseReleaseEvent(QMouseEvent* e) {
     const int row = rowAt(e->position().toPoint());
-    if (e->button() != Qt::LeftButton || row < 0 || isChosenRow(row)) return;
+    if (e->button() != Qt::LeftButton || !forkable(row)) return;
     const TokenAlternative choice = alternatives_[size_t(row)];
     hide();
     Q_EMIT alternativeChosen(position_, choice);

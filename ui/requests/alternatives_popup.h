@@ -27,6 +27,7 @@ public:
     int rowAt(const QPoint& pos) const;
     QString rowText(int row) const;   // what row `row` says, for tests and accessibility
     bool isChosenRow(int row) const;
+    bool forkable(int row) const;
     QSize sizeHint() const override;
 
 Q_SIGNALS:
@@ -43,6 +44,7 @@ private:
     int headerHeight() const;
     std::vector<TokenAlternative> alternatives_;
     int64_t chosen_id_ = -1;
+    std::string chosen_text_;   // the chosen row by text when ids are unknown (OpenAI's top_logprobs: -1)
     QString header_;
     int position_ = -1;
     int hovered_ = -1;
