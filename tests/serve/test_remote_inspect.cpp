@@ -80,6 +80,26 @@ class TestRemoteInspect : public QObject {
     Q_OBJECT
     Server server_;
 
+    // Every case submitted at once through the remote engine in `dialect`, and what `generate`
+    // makes of the same lines; the engine stays alive with the run.
+    struct Run {
+        std::unique_ptr<Engine> engine;
+        std::vector<std::shared_ptr<WaitSink>> sinks;
+        std::map<std::string, json> expected;
+    };
+    Run submitAll(RemoteDialect dialect, const std::vector<Case>& cases) {
+        Run run;
+        run.engine = ui::createRemoteEngine(endpoint(server_.url, dialect));
+        std::vector<json> lines;
+        for (const Case& c : cases) {
+            run.sinks.push_back(std::make_shared<WaitSink>());
+            run.engine->submit(c.request, run.sinks.back());
+            lines.push_back(c.line);
+        }
+        run.expected = test::run_generate(lines, kBloom);
+        return run;
+    }
+
 private Q_SLOTS:
     void initTestCase() { QVERIFY(server_.start({}, kBloom)); }
 
@@ -98,15 +118,9 @@ private Q_SLOTS:
         cases.back().line["merged_adapters"] = {{"ids", {"plus-one", "reverse"}}, {"weights", {1.0, 1.0}},
                                                 {"merge_strategy", "dare_linear"}, {"density", 0.7}, {"seed", 9}};
 
-        auto engine = ui::createRemoteEngine(endpoint(server_.url, RemoteDialect::Lorax));
-        std::vector<std::shared_ptr<WaitSink>> sinks;
-        std::vector<json> lines;
-        for (const Case& c : cases) {
-            sinks.push_back(std::make_shared<WaitSink>());
-            engine->submit(c.request, sinks.back());
-            lines.push_back(c.line);
-        }
-        const auto expected = test::run_generate(lines, kBloom);
+        Run run = submitAll(RemoteDialect::Lorax, cases);
+        const auto& sinks = run.sinks;
+        const auto& expected = run.expected;
         QCOMPARE(expected.size(), cases.size());
         for (size_t i = 0; i < cases.size(); ++i) {
             QVERIFY(sinks[i]->wait(120000));
@@ -169,15 +183,9 @@ private Q_SLOTS:
         cases.back().request.params.top_alternatives = 2;
         cases.back().line["params"]["top_alternatives"] = 2;
         cases.push_back(make_case("none", "5 9 9 3 =", ""));
-        auto engine = ui::createRemoteEngine(endpoint(server_.url, RemoteDialect::OpenAi));
-        std::vector<std::shared_ptr<WaitSink>> sinks;
-        std::vector<json> lines;
-        for (const Case& c : cases) {
-            sinks.push_back(std::make_shared<WaitSink>());
-            engine->submit(c.request, sinks.back());
-            lines.push_back(c.line);
-        }
-        const auto expected = test::run_generate(lines, kBloom);
+        Run run = submitAll(RemoteDialect::OpenAi, cases);
+        const auto& sinks = run.sinks;
+        const auto& expected = run.expected;
         QCOMPARE(expected.size(), cases.size());
         for (size_t i = 0; i < cases.size(); ++i) {
             QVERIFY(sinks[i]->wait(120000));
