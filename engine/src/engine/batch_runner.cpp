@@ -27,8 +27,6 @@ constexpr int64_t kTrimAfterPrefillTokens = 256;
 // W3 lost 8% of its tokens/s against whole-prompt prefill.
 constexpr int64_t kMinPrefillChunk = 128;
 
-std::string what(const std::exception& e) { return failure_text(e); }
-
 // Whether processing changes these rows' scores by more than -inf bans (which a retry repeats alike).
 bool rescales(const std::vector<sampling::LogitsRow>& rows) {
     for (const auto& r : rows)
@@ -49,8 +47,6 @@ int64_t chunk_tokens(int64_t chunk, int64_t budget, const batching::TimePolicy& 
     if (budget < 0) return time.target_ms > 0 ? kTargetPrefillChunk : kMinPrefillChunk;
     return 0;   // no limit: whole prompts
 }
-
-double ms_since(Clock::time_point start) { return ms_between(start, Clock::now()); }
 
 }  // namespace
 
@@ -132,7 +128,7 @@ void BatchRunner::join_ready() {
             if (r.rows() > 1) r.cache.filter(std::vector<int64_t>(static_cast<size_t>(r.rows()), 0));
             state_.concatenate(std::move(r.cache));
         } catch (const std::exception& e) {
-            r.finish(FinishReason::Error, "joining the batch failed: " + what(e));
+            r.finish(FinishReason::Error, "joining the batch failed: " + failure_text(e));
             ++it;
             continue;
         }
@@ -179,7 +175,7 @@ void BatchRunner::decode_range(const StepBatch& batch, size_t first, size_t last
         }
     } catch (const std::exception& e) {
         if (last - first == 1) {
-            batch.request(first).finish(FinishReason::Error, "decoding failed: " + what(e));
+            batch.request(first).finish(FinishReason::Error, "decoding failed: " + failure_text(e));
             return;
         }
         const size_t mid = first + (last - first) / 2;
@@ -201,7 +197,7 @@ void BatchRunner::choose_and_emit(const at::Tensor& raw, const StepBatch& batch,
         logits = raw.to(at::kFloat).contiguous();
     } catch (const std::exception& e) {
         for (size_t i = first; i < last; ++i)
-            if (!batch.request(i).finished) batch.request(i).finish(FinishReason::Error, "choosing the next token failed: " + what(e));
+            if (!batch.request(i).finished) batch.request(i).finish(FinishReason::Error, "choosing the next token failed: " + failure_text(e));
         return;
     }
     // Single-sequence rows are processed together; each beam request works on its own rows.
@@ -225,7 +221,7 @@ void BatchRunner::choose_and_emit(const at::Tensor& raw, const StepBatch& batch,
             // The beams' block tables follow their sources: references only, inside this request.
             if (moved && !r.finished) state_.reorder(row0 + offset, source);
         } catch (const std::exception& e) {
-            if (!r.finished) r.finish(FinishReason::Error, "choosing the next token failed: " + what(e));
+            if (!r.finished) r.finish(FinishReason::Error, "choosing the next token failed: " + failure_text(e));
         }
     }
     if (!singles.empty()) choose_singles(logits, single_rows, singles);
@@ -262,7 +258,7 @@ void BatchRunner::choose_singles(const at::Tensor& logits, const std::vector<int
         alternatives = sampling::top_alternatives(scores, logits_rows);
     } catch (const std::exception& e) {
         if (requests.size() == 1) {
-            requests[0]->finish(FinishReason::Error, "choosing the next token failed: " + what(e));
+            requests[0]->finish(FinishReason::Error, "choosing the next token failed: " + failure_text(e));
             return;
         }
         for (size_t i = 0; i < requests.size(); ++i) choose_singles(logits, {rows[i]}, {requests[i]});
@@ -279,7 +275,7 @@ void BatchRunner::choose_singles(const at::Tensor& logits, const std::vector<int
             const auto shown = with_text(alternatives[i], tokenizer_);
             r.accept(choices[i], tokenizer_, &shown);
         } catch (const std::exception& e) {
-            r.finish(FinishReason::Error, "taking the chosen token failed (detokenizing or stop strings): " + what(e));
+            r.finish(FinishReason::Error, "taking the chosen token failed (detokenizing or stop strings): " + failure_text(e));
         }
     }
 }

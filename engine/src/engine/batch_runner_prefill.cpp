@@ -31,10 +31,6 @@ constexpr int64_t kMaxPassPositions = 1024;
 // budget, so that the first steps behave as they did.
 constexpr int64_t kColdStartTokens = 16;
 
-std::string what(const std::exception& e) { return failure_text(e); }
-
-double ms_since(Clock::time_point start) { return ms_between(start, Clock::now()); }
-
 }  // namespace
 
 // ------------------------------------------------------------------------------------- prefill
@@ -94,7 +90,7 @@ void BatchRunner::score_prompts() {
         try {
             score_prompt(*r, model_, tokenizer_);
         } catch (const std::exception& e) {
-            r->finish(FinishReason::Error, "scoring the prompt failed: " + what(e));
+            r->finish(FinishReason::Error, "scoring the prompt failed: " + failure_text(e));
         }
     }
 }
@@ -203,7 +199,7 @@ void BatchRunner::start_encode_jobs(int64_t budget_tokens) {
         try {
             encoding_.push_back(make_job(members));
         } catch (const std::exception& e) {
-            for (auto* r : members) r->finish(FinishReason::Error, "prefill failed: " + what(e));
+            for (auto* r : members) r->finish(FinishReason::Error, "prefill failed: " + failure_text(e));
         }
     }
 }
@@ -268,7 +264,7 @@ bool BatchRunner::advance_job(int64_t units, StepStats& stats) {
         encoding_.pop_front();
         for (auto* r : members) r->encoding = false;
         if (members.size() == 1) {
-            members[0]->finish(FinishReason::Error, "prefill failed: " + what(e));
+            members[0]->finish(FinishReason::Error, "prefill failed: " + failure_text(e));
             return false;
         }
         const auto mid = members.begin() + static_cast<std::ptrdiff_t>(members.size() / 2);
@@ -277,7 +273,7 @@ bool BatchRunner::advance_job(int64_t units, StepStats& stats) {
             encoding_.push_front(make_job(std::vector<LiveRequest*>(members.begin(), mid)));
         } catch (const std::exception& again) {
             for (auto* r : members)
-                if (!r->encoding) r->finish(FinishReason::Error, "prefill failed: " + what(again));
+                if (!r->encoding) r->finish(FinishReason::Error, "prefill failed: " + failure_text(again));
         }
         return false;
     }
@@ -293,7 +289,7 @@ void BatchRunner::feed_decoder_prefix(LiveRequest& r, StepStats& stats) {
         model_.forward(r.cache, tokens, models::LogitsAt::None, hook.empty() ? nullptr : &hook);
         stats.cache_bytes_prefilled += static_cast<int64_t>(fed.size()) * (pool_->bytes_per_block() / pool_->block_size());
     } catch (const std::exception& e) {
-        r.finish(FinishReason::Error, "prefill failed (decoder prefix): " + what(e));
+        r.finish(FinishReason::Error, "prefill failed (decoder prefix): " + failure_text(e));
     }
 }
 
@@ -326,7 +322,7 @@ void BatchRunner::prefill_chunks(const std::vector<std::pair<LiveRequest*, int64
             model_.forward(batch, tokens, models::LogitsAt::None, hook.empty() ? nullptr : &hook);
         } catch (const std::exception& e) {
             ok = false;
-            error = what(e);
+            error = failure_text(e);
         }
         for (size_t i = 0; i < pieces.size(); ++i) pieces[i].first->cache = batch.take(static_cast<int64_t>(i), 1);
     }

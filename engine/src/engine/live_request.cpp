@@ -18,6 +18,8 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+double ms_since(Clock::time_point start) { return ms_between(start, Clock::now()); }
+
 // What transformers' StopStringCriteria matches stop strings against, and the text of alternatives.
 std::string token_piece(const Tokenizer* tokenizer, int64_t id) {
     if (!tokenizer) return {};

@@ -27,6 +27,7 @@ namespace lorascope::engine_detail {
 
 using Clock = std::chrono::steady_clock;
 double ms_between(Clock::time_point a, Clock::time_point b);
+double ms_since(Clock::time_point start);   // from `start` to now
 
 // What a request's prompt can be made from besides its own ids: the model's tokenizer, and its chat
 // templates or why it has none (the error a conversation request finishes with).
