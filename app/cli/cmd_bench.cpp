@@ -31,8 +31,8 @@ const char* const kUsage =
     "usage: lorascope-cli bench --model DIR|--demo [--demo-model KEY] --workload FILE [--report FILE|-]\n"
     "                           [--steps-csv FILE] [--requests-csv FILE] [--static]\n"
     "                           [--goodput-ttft-ms MS] [--goodput-tpot-ms MS]\n"
-    "                           [engine options: --threads N --device D --dtype T --kv-cache-dtype T\n"
-    "                            --max-batch-size N --max-batch-tokens N --kv-cache-mb MIB\n"
+    "                           [engine options: --threads N --thread-policy adaptive|fixed --device D\n"
+    "                            --dtype T --kv-cache-dtype T --max-batch-size N --max-batch-tokens N --kv-cache-mb MIB\n"
     "                            --batching continuous|static --prefill-budget TOKENS | --tpot-target-ms MS\n"
     "                            --adapter NAME=DIR ...]\n"
     "  workload: {\"name\", \"requests\": [{\"prompt\"|\"input_ids\", \"adapter\", \"params\"}...]\n"
@@ -75,6 +75,7 @@ json run_context(const Workload& workload, const EngineOptions& options, size_t 
         {"model", options.model_dir},
         {"batching", options.static_batching ? "static" : "continuous"},
         {"threads", options.threads},
+        {"thread_policy", options.adaptive_threads ? "adaptive" : "fixed"},
         {"cpu_gemm", runtime_info().cpu_gemm},
         {"cpu_isa", runtime_info().cpu_isa},
         {"dtype", options.dtype},
@@ -123,6 +124,9 @@ void add_figures(json& report, const BenchFigures& f) {
           {"decode_only", {{"steps", f.steps - f.prefill_steps}, {"total", f.decode_step_ms}}}}},
         {"peak_rss_bytes", peak_rss_bytes()},
     });
+    json by_threads = json::object();
+    for (const auto& [threads, steps] : f.steps_by_threads) by_threads[std::to_string(threads)] = steps;
+    report["steps_by_threads"] = by_threads;
     if (!f.first_error.empty()) report["first_error"] = f.first_error;
 }
 

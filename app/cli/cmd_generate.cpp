@@ -28,7 +28,8 @@ namespace {
 using nlohmann::json;
 
 const char* const kUsage =
-    "usage: lorascope-cli generate --model DIR [--adapter NAME=DIR]... [--threads N] [--device cpu|cuda]\n"
+    "usage: lorascope-cli generate --model DIR [--adapter NAME=DIR]... [--threads N] [--thread-policy adaptive|fixed]\n"
+    "         [--device cpu|cuda]\n"
     "         [--dtype float32|bfloat16|int8|int4|float16] [--kv-cache-dtype auto|float32|bfloat16|float16]\n"
     "         [--max-batch-size N] [--max-batch-tokens N] [--adapter-memory-budget BYTES] [--kv-cache-mb MIB]\n"
     "         [--batching continuous|static] [--prefill-budget TOKENS | --tpot-target-ms MS] [--prefill-chunk TOKENS]\n"
@@ -68,6 +69,8 @@ const char* const kUsage =
     "          request's time per output token) within MS, admitting rows and prefill only as that allows;\n"
     "          --prefill-budget TOKENS: at most TOKENS prompt tokens per step (0 = no limit);\n"
     "          --prefill-chunk: decoder-only prompt chunks (default: the token budget, at least 128; 32 under a target)\n"
+    "  --threads N: compute threads (default: all cores); --thread-policy adaptive (default): at most N, fewer while\n"
+    "          other programs keep cores busy (read between steps); fixed: always N\n"
     "  --batching static: no request joins until the running batch has drained (for comparison)\n"
     "  --demo: the trained demo pack's model (default t5) with all its adapters; without --input, each example\n"
     "          prompt is decoded under the base model and every adapter in one batch (ids \"exN/<target>\")\n";

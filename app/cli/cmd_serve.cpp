@@ -38,7 +38,7 @@ const char* const kUsage =
     "         [--api-token-file FILE] [--max-connections 64] [--max-open-connections 4096] [--max-body-bytes 1048576]\n"
     "         [--max-header-bytes 16384] [--request-timeout-seconds 30] [--keep-alive-seconds 5]\n"
     "         [--shutdown-grace-seconds 30] [--adapter-dir DIR] [--goodput-ttft-ms MS] [--goodput-tpot-ms MS]\n"
-    "         [--threads N] [--device cpu|cuda] [--dtype float32|bfloat16|int8|int4|float16] [--max-batch-size N]\n"
+    "         [--threads N] [--thread-policy adaptive|fixed] [--device cpu|cuda] [--dtype float32|bfloat16|int8|int4|float16] [--max-batch-size N]\n"
     "         [--kv-cache-dtype auto|float32|bfloat16|float16] [--max-batch-tokens N] [--adapter-memory-budget BYTES]\n"
     "       lorascope-cli serve --demo [--demo-model t5|bart|bloom|llama] [--demo-dir DIR] [options above]\n"
     "  LoRAX's HTTP API: POST / , /generate, /generate_stream (Server-Sent Events), /v1/completions (OpenAI;\n"

@@ -108,7 +108,7 @@ void read_batching_policy(const Args& args, EngineOptions& options) {
 std::vector<std::string> engine_option_names() {
     return {"model", "threads", "device", "dtype", "kv-cache-dtype", "max-batch-size", "max-batch-tokens", "adapter",
             "adapter-memory-budget", "kv-cache-mb", "prefill-budget", "prefill-chunk", "profile", "batching",
-            "tpot-target-ms"};
+            "tpot-target-ms", "thread-policy"};
 }
 
 EngineOptions engine_options_from(const Args& args) {
@@ -135,6 +135,11 @@ EngineOptions engine_options_from(const Args& args) {
         throw Error(ErrorKind::InvalidArgument, "--prefill-chunk must be >= 0 (decoder-only prompt chunk; 0 = the budget, at least 128)");
     read_batching_policy(args, options);
     if (options.threads < 0) throw Error(ErrorKind::InvalidArgument, "--threads must be >= 0");
+    const std::string policy = args.get_or("thread-policy", "adaptive");
+    if (policy != "adaptive" && policy != "fixed")
+        throw Error(ErrorKind::InvalidArgument, "--thread-policy expects adaptive (fewer threads while other programs keep "
+                                                "cores busy) or fixed, got '" + policy + "'");
+    options.adaptive_threads = policy == "adaptive";
     if (options.max_batch_size < 1) throw Error(ErrorKind::InvalidArgument, "--max-batch-size must be >= 1");
     if (options.max_batch_tokens < 1) throw Error(ErrorKind::InvalidArgument, "--max-batch-tokens must be >= 1");
     return options;

@@ -85,6 +85,7 @@ private Q_SLOTS:
             good += number(q, "ttft_ms") <= ttft_target && number(q, "tpot_ms") <= tpot_target;
         }
         for (const auto& s : steps) {
+            QCOMPARE(s.at(QStringLiteral("threads")).toInt(), 1);  // --threads 1: nothing to adapt
             decoded += s.at(QStringLiteral("decode_tokens")).toLongLong();
             if (s.at(QStringLiteral("queue_depth")).toLongLong() > 0) {
                 ++queued_steps;
@@ -93,6 +94,8 @@ private Q_SLOTS:
             for (const QString& id : s.at(QStringLiteral("row_requests")).split(QLatin1Char(';'), Qt::SkipEmptyParts))
                 row_ids.insert(id);
         }
+        QCOMPARE(report[QStringLiteral("steps_by_threads")].toObject()[QStringLiteral("1")].toInt(), int(steps.size()));
+        QCOMPARE(report[QStringLiteral("thread_policy")].toString(), QStringLiteral("adaptive"));
         QCOMPARE(tokens, int64_t(report[QStringLiteral("generated_tokens")].toInteger()));
         QCOMPARE(decoded, tokens);
         QVERIFY(ids == row_ids);
@@ -115,6 +118,31 @@ private Q_SLOTS:
         QCOMPARE(queued[QStringLiteral("steps")].toInteger(), qint64(queued_steps));
         QVERIFY(queued_steps > 0);   // 24 requests at once, 8 rows: the queue holds requests for a while
         QVERIFY(same(queued[QStringLiteral("mean_decoding_rows")].toDouble(), double(queued_rows) / double(queued_steps)));
+    }
+
+    // --thread-policy fixed keeps every step on --threads; a bad value is refused by name.
+    void threadPolicyFixedKeepsTheCount() {
+        const QString workload = dir_.filePath(QStringLiteral("t.json")), steps_csv = dir_.filePath(QStringLiteral("t.csv"));
+        std::ofstream(workload.toStdString())
+            << R"({"name": "t", "params": {"ignore_eos": true},
+                   "synthetic": {"count": 4, "prompt_tokens": [4, 8], "max_new_tokens": [3, 3], "seed": 1}})";
+        const QStringList args = {QStringLiteral("bench"), QStringLiteral("--demo"), QStringLiteral("--demo-dir"),
+                                  QStringLiteral(LORASCOPE_TEST_DEMO_DIR), QStringLiteral("--workload"), workload,
+                                  QStringLiteral("--threads"), QStringLiteral("2"), QStringLiteral("--steps-csv"), steps_csv};
+        const test::CliResult r =
+            test::run_cli_command(args + QStringList{QStringLiteral("--thread-policy"), QStringLiteral("fixed")}, 240000);
+        QVERIFY2(r.exit_code == 0, r.err.c_str());
+        const QJsonObject report = QJsonDocument::fromJson(QByteArray::fromStdString(r.out)).object();
+        QCOMPARE(report[QStringLiteral("thread_policy")].toString(), QStringLiteral("fixed"));
+        const auto steps = readCsv(steps_csv);
+        QVERIFY(!steps.empty());
+        for (const auto& s : steps) QCOMPARE(s.at(QStringLiteral("threads")).toInt(), 2);
+        QCOMPARE(report[QStringLiteral("steps_by_threads")].toObject()[QStringLiteral("2")].toInt(), int(steps.size()));
+
+        const test::CliResult bad =
+            test::run_cli_command(args + QStringList{QStringLiteral("--thread-policy"), QStringLiteral("some")}, 240000);
+        QVERIFY(bad.exit_code != 0);
+        QVERIFY2(bad.err.find("--thread-policy expects adaptive") != std::string::npos, bad.err.c_str());
     }
 };
 

@@ -20,6 +20,7 @@
 //                     as a share of all requests and per wall second
 //   rows_while_queued rows that decoded a token per step, averaged over the steps after which
 //                     requests were still waiting in the queue (the batch was full)
+//   steps_by_threads  steps per compute thread count (EngineOptions::adaptive_threads), ascending
 // Percentiles interpolate linearly between the two nearest ranks.
 #pragma once
 
@@ -66,6 +67,7 @@ struct BenchFigures {
     // Where the engine's time goes: steps that prefilled newcomers against decode-only steps.
     int64_t prefill_steps = 0;
     double prefill_step_ms = 0, decode_step_ms = 0;
+    std::map<int, int64_t> steps_by_threads;
     std::string first_error;
 };
 

@@ -136,6 +136,7 @@ struct StepStats {
     int64_t step = 0;
     double wall_ms = 0;
     double prefill_ms = 0;             // of wall_ms, what its prefill passes took
+    int threads = 0;                   // compute threads the step ran on (EngineOptions::adaptive_threads)
     int64_t rows = 0;
     int64_t prefill_tokens = 0;        // prompt tokens computed in this step (encoder passes, prompt chunks)
     int64_t prefill_tokens_deferred = 0;  // prompt tokens of admitted requests left for later steps (prefill budget)
@@ -172,6 +173,12 @@ struct EngineOptions {
     // model's type otherwise, so float32 stays HF-exact; or "float32", "bfloat16", "float16" (CUDA).
     std::string kv_cache_dtype = "auto";
     int threads = 0;                 // <= 0: all cores
+    // Compute on fewer threads while other programs keep cores busy (at most `threads`; checked
+    // between steps from /proc on Linux): a step's many short parallel regions each wait for their
+    // slowest thread, and a thread that shares its core with a neighbour is the slowest by a time
+    // slice (docs/benchmarks.md, issue 28: 0.28x of the quiet speed beside one busy loop). false:
+    // always `threads`.
+    bool adaptive_threads = true;
     int64_t max_batch_size = 32;
     int64_t max_batch_tokens = 16384;  // counts padding
     bool static_batching = false;      // no joins until the running batch drains (for comparison)

@@ -113,6 +113,7 @@ void add_step_figures(BenchFigures& f, const std::vector<StepStats>& steps) {
         f.cache_bytes_prefilled += s.cache_bytes_prefilled;
         f.kv_blocks_total = s.kv_blocks_total;
         f.steps_with_deferred_prefill += s.prefill_tokens_deferred > 0;
+        ++f.steps_by_threads[s.threads];
         if (s.queue_depth > 0) {
             ++f.steps_while_queued;
             queued_rows += s.decode_tokens;   // one position per decoding row
@@ -178,11 +179,11 @@ BenchFigures compute_figures(const std::vector<StepStats>& steps, const std::map
 
 void write_steps_csv(std::ostream& out, const std::vector<StepStats>& steps) {
     out << "step,wall_ms,prefill_ms,rows,prefill_tokens,prefill_tokens_deferred,decode_tokens,padded_tokens,"
-           "kv_bytes_allocated,kv_bytes_in_use,kv_blocks_used,kv_blocks_total,cache_bytes_moved,queue_depth,row_requests\n";
+           "kv_bytes_allocated,kv_bytes_in_use,kv_blocks_used,kv_blocks_total,cache_bytes_moved,queue_depth,threads,row_requests\n";
     for (const StepStats& s : steps) {
         out << s.step << ',' << s.wall_ms << ',' << s.prefill_ms << ',' << s.rows << ',' << s.prefill_tokens << ',' << s.prefill_tokens_deferred << ','
             << s.decode_tokens << ',' << s.padded_tokens << ',' << s.kv_bytes_allocated << ',' << s.kv_bytes_in_use << ','
-            << s.kv_blocks_used << ',' << s.kv_blocks_total << ',' << s.cache_bytes_moved << ',' << s.queue_depth << ',';
+            << s.kv_blocks_used << ',' << s.kv_blocks_total << ',' << s.cache_bytes_moved << ',' << s.queue_depth << ',' << s.threads << ',';
         for (size_t i = 0; i < s.row_requests.size(); ++i) out << (i ? ";" : "") << s.row_requests[i];
         out << '\n';
     }

@@ -22,6 +22,7 @@
 
 #include "adapters/adapter_registry.h"
 #include "engine/batch_runner.h"
+#include "engine/compute_threads.h"
 #include "runtime/compute_choice.h"
 #include "runtime/allocator_policy.h"
 #include "engine/emitter.h"
@@ -174,11 +175,18 @@ private:
     engine_detail::RequestScheduler scheduler_;
     engine_detail::BatchRunner runner_;
     int64_t step_ = 0;
+    std::optional<engine_detail::ComputeThreads> threads_;  // made on the engine thread
     std::thread thread_;
 };
 
 void EngineImpl::run() {
-    set_compute_threads(options_.threads);
+    bool products_on_pool = false;
+    try {  // create() has made the same choice already: this cannot throw
+        const auto compute = runtime::choose_compute(options_.dtype, options_.device, options_.kv_cache_dtype);
+        products_on_pool = compute.cpu_matmul && ops::cpu_matmul_runs_on_pool(*compute.cpu_matmul);
+    } catch (const std::exception&) {
+    }
+    threads_.emplace(options_.threads, options_.adaptive_threads, products_on_pool);
     c10::InferenceMode inference_mode;  // thread-local: must be entered on this thread
     while (true) {
         engine_detail::Inbox inbox = mailbox_.wait(has_work());
@@ -208,6 +216,7 @@ void EngineImpl::take(engine_detail::Inbox& inbox) {
 void EngineImpl::step() {
     StepStats stats;
     stats.step = step_;
+    stats.threads = threads_->before_step();
     const auto started = Clock::now();
     try {
         runner_.drop_finished();  // leaves that failed at the last boundary

@@ -42,6 +42,8 @@ panel::Format panel_format(MatmulKind kind) {
 
 }  // namespace
 
+bool cpu_matmul_runs_on_pool(MatmulKind kind) { return backend_for(kind) == Backend::Panel; }
+
 const char* matmul_kind_name(MatmulKind kind) {
     switch (kind) {
         case MatmulKind::Float32: return "float32";

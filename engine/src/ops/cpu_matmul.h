@@ -33,6 +33,10 @@ const char* matmul_kind_name(MatmulKind kind);  // "float32", "bfloat16", "int8"
 // (float32 needs oneDNN) in words a user can act on.
 bool cpu_matmul_available(MatmulKind kind, std::string* why = nullptr);
 
+// True when products of `kind` run on our panel kernels, on ops/thread_pool.h's threads; false
+// when they run on oneDNN, in ATen's OpenMP team.
+bool cpu_matmul_runs_on_pool(MatmulKind kind);
+
 // What products of `kind` compute here, in words: which backend and kernel, and in which types.
 std::string cpu_matmul_description(MatmulKind kind);
 

@@ -1,0 +1,41 @@
+#include "engine/compute_threads.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "lorascope/runtime.h"
+#include "ops/thread_pool.h"
+
+namespace lorascope::engine_detail {
+
+ComputeThreads::ComputeThreads(int requested, bool adaptive, bool products_on_pool)
+    : products_on_pool_(products_on_pool) {
+    threads_ = requested > 0 ? requested : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    set_compute_threads(threads_);
+    if (products_on_pool_) at::set_num_threads(1);
+    if (!adaptive || threads_ < 2) return;
+    monitor_.emplace();
+    if (!monitor_->available()) {
+        monitor_.reset();
+        return;
+    }
+    governor_.emplace(threads_, monitor_->cores());
+}
+
+int ComputeThreads::before_step() {
+    if (!monitor_) return threads_;
+    const auto others = monitor_->poll();
+    if (!others) return threads_;
+    const int n = governor_->update(*others);
+    if (n != threads_) {
+        if (!products_on_pool_) at::set_num_threads(n);
+        ops::set_pool_threads(n);
+        threads_ = n;
+        ++changes_;
+    }
+    return threads_;
+}
+
+}  // namespace lorascope::engine_detail

@@ -1,0 +1,38 @@
+// The engine thread's compute threads: `EngineOptions::threads` at most, fewer while other programs
+// keep cores busy (util/core_load.h says why and how it tells). Checked between steps, never during
+// one: ATen's OpenMP count and our pool (ops/thread_pool.h) change together.
+//
+// Where the linears run on our panel kernels (int8, 4-bit and bfloat16 without VNNI / AVX-512
+// BF16: ops/cpu_matmul.h), ATen's own operators get one thread and our pool gets them all. Both
+// runtimes otherwise keep a thread per core, and libgomp's idle workers spin for ~300k rounds after
+// each of ATen's regions, on the cores our pool's workers need: on the 2-core Zen 3 (AVX2), W1 in
+// int8 ran at 490 tokens/s on two threads and 496 on one (180% CPU), 660-760 with ATen on one
+// thread (or with OMP_WAIT_POLICY=passive, which only works when set before the process starts);
+// W2 230-252 -> 325-343, W3 102-104 -> 119-122 (docs/benchmarks.md, issue 28).
+#pragma once
+
+#include <optional>
+
+#include "util/core_load.h"
+
+namespace lorascope::engine_detail {
+
+class ComputeThreads {
+public:
+    // `requested` <= 0: all cores. `adaptive` false: always `requested`. `products_on_pool`: the
+    // model's linears run on our pool's kernels (ops::cpu_matmul_runs_on_pool).
+    ComputeThreads(int requested, bool adaptive, bool products_on_pool);
+    // Before a step: applies a new count when the machine's load asks for one; returns the count.
+    int before_step();
+    int threads() const { return threads_; }
+    int changes() const { return changes_; }
+
+private:
+    bool products_on_pool_ = false;
+    int threads_ = 1;
+    int changes_ = 0;
+    std::optional<util::CoreLoadMonitor> monitor_;
+    std::optional<util::ThreadGovernor> governor_;
+};
+
+}  // namespace lorascope::engine_detail
