@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace lorascope::batching {
 
@@ -71,6 +72,23 @@ double CostFit::largest_within(double y) const {
     if (a > y) return 0;
     if (b <= 0) return 1e18;
     return (y - a) / b;
+}
+
+StepSpread::StepSpread(int window) : window_(static_cast<size_t>(std::max(8, window))) {}
+
+void StepSpread::add(double predicted_ms, double actual_ms) {
+    if (!(predicted_ms > 0) || !(actual_ms > 0) || !std::isfinite(predicted_ms) || !std::isfinite(actual_ms)) return;
+    ratios_.push_back(actual_ms / predicted_ms);
+    if (ratios_.size() > window_) ratios_.pop_front();
+}
+
+double StepSpread::quantile(double q) const {
+    if (ratios_.size() < 8) return 1.0;
+    std::vector<double> sorted(ratios_.begin(), ratios_.end());
+    std::sort(sorted.begin(), sorted.end());
+    const double rank = std::ceil(std::clamp(q, 0.0, 1.0) * static_cast<double>(sorted.size()));
+    const size_t i = static_cast<size_t>(std::max(1.0, rank)) - 1;
+    return sorted[std::min(i, sorted.size() - 1)];
 }
 
 }  // namespace lorascope::batching

@@ -6,7 +6,9 @@
 // is tested with synthetic samples.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 
 namespace lorascope::batching {
 
@@ -39,11 +41,31 @@ private:
     int64_t samples_ = 0;
 };
 
-// The three kinds of step work the engine measures.
+// How far whole steps run from what the fits predicted for them: actual / predicted over the last
+// `window` steps. A step planned right up to a target overruns it about half the time (the noise of
+// a shared CPU, and what the fits leave out: attention grows with the context while the rows stay
+// put), and a row's time per token is its steps' time; so the latency policy plans against the
+// target divided by a high quantile of this ratio (TimePolicy::margin). Measured on W6's T5 under
+// a 77 ms target without it: 131 of 940 steps over the target, per-token p95 1.12x the target.
+class StepSpread {
+public:
+    explicit StepSpread(int window = 64);
+    void add(double predicted_ms, double actual_ms);   // ignored unless both are > 0
+    int64_t samples() const { return static_cast<int64_t>(ratios_.size()); }
+    // The q-quantile of the window's ratios (nearest rank); 1 until 8 steps are in.
+    double quantile(double q) const;
+
+private:
+    std::size_t window_;
+    std::deque<double> ratios_;
+};
+
+// The three kinds of step work the engine measures, and how far whole steps stray from them.
 struct StepCosts {
     CostFit decode;    // a step without its prefill: x = rows decoded (everything else is in a)
     CostFit prefill;   // one decoder-only prefill pass: x = positions computed (padding included)
     CostFit encoder;   // one run of encoder units: x = units x padded positions of a unit
+    StepSpread spread; // whole steps: actual / (decode + prefill predicted when they were planned)
 };
 
 }  // namespace lorascope::batching

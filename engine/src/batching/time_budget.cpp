@@ -14,7 +14,7 @@ PrefillAllowance prefill_allowance(const StepCosts& costs, const TimePolicy& pol
     const double decode_ms = costs.decode.predict(static_cast<double>(rows.decoding));
     if (policy.target_ms > 0) {
         const double with_next = costs.decode.predict(static_cast<double>(rows.decoding + std::max<int64_t>(0, rows.next_join)));
-        a.ms = costs.decode.ready() ? std::max(0.0, policy.target_ms - with_next) : 0.0;
+        a.ms = costs.decode.ready() ? std::max(0.0, policy.planned_ms() - with_next) : 0.0;
         // Before the first decode sample nothing is known: one unit, as the token budget did.
         a.forced = !costs.decode.ready();
         return a;
@@ -36,7 +36,7 @@ int64_t work_within(const CostFit& fit, double ms, int64_t cold) {
 
 int64_t row_limit(const StepCosts& costs, const TimePolicy& policy, int64_t max_rows, double unit_ms) {
     if (policy.target_ms <= 0 || !costs.decode.ready()) return max_rows;
-    const double rows = costs.decode.largest_within(policy.target_ms - std::max(0.0, unit_ms));
+    const double rows = costs.decode.largest_within(policy.planned_ms() - std::max(0.0, unit_ms));
     if (rows >= static_cast<double>(max_rows)) return max_rows;
     return std::max<int64_t>(1, static_cast<int64_t>(std::floor(rows)));
 }

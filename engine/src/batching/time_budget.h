@@ -16,6 +16,7 @@
 // Pure arithmetic on the measured costs: tests drive it with synthetic cost models.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "batching/step_costs.h"
@@ -30,9 +31,15 @@ namespace lorascope::batching {
 // has not been swept yet.)
 constexpr double kStepCapFactor = 1.5;
 
+// Under a target, steps are planned against target_ms / margin: the engine sets the margin to a
+// high quantile of how far its steps ran over their predictions (StepSpread), at least 1.
+constexpr double kSpreadQuantile = 0.9;
+
 struct TimePolicy {
     double target_ms = 0;                 // time per output token; 0: none (the cap applies)
     double cap_factor = kStepCapFactor;
+    double margin = 1.0;                  // with a target: predicted steps x margin stay within it
+    double planned_ms() const { return target_ms / std::max(1.0, margin); }
 };
 
 // The rows of a step as the allowance sees them.

@@ -94,6 +94,8 @@ void BatchRunner::step(StepStats& stats) {
     const auto started = Clock::now();
     const int64_t before = stats.prefill_tokens, decoded = stats.decode_tokens;
     prefill_ms_ = 0;
+    predicted_prefill_ms_ = 0;
+    predicted_complete_ = true;
     score_prompts();
     prefill(stats);
     if (stats.prefill_tokens - before >= kTrimAfterPrefillTokens) runtime::return_free_heap_pages();

@@ -77,6 +77,10 @@ private:
     };
     StepBudget step_budget() const;
     bool time_budget() const { return prefill_budget_ < 0; }
+    // The policy with its margin: under a target, the spread of the steps so far (StepSpread).
+    batching::TimePolicy policy() const;
+    // Adds what `fit` predicted for `x` (before it learns from it) to the step's predicted prefill.
+    void predict_prefill(const batching::CostFit& fit, double x);
     void measure_decode(double step_ms, double prefill_ms, int64_t decoded_rows);
     void score_prompts();
     void prefill(StepStats& stats);
@@ -110,6 +114,8 @@ private:
     batching::TimePolicy time_policy_;
     batching::StepCosts costs_;   // measured as the steps run (the budget in time)
     double prefill_ms_ = 0;       // of the step running now
+    double predicted_prefill_ms_ = 0;  // what the fits predicted for that prefill
+    bool predicted_complete_ = true;   // every fit it needed was ready
     // Requests in batch-row order: running_[0] holds state_'s rows [0, rows()), the next follows.
     std::vector<std::unique_ptr<LiveRequest>> running_;
     models::DecodeState state_;

@@ -59,7 +59,7 @@ BatchRunner::StepBudget BatchRunner::step_budget() const {
         b.work = prefill_budget_ * units;
         return b;
     }
-    const auto allowance = batching::prefill_allowance(costs_, time_policy_, rows);
+    const auto allowance = batching::prefill_allowance(costs_, policy(), rows);
     b.unlimited = allowance.unlimited;
     b.forced = allowance.forced;
     b.work = batching::work_within(seq2seq ? costs_.encoder : costs_.prefill, allowance.ms, kColdStartTokens * units);
@@ -67,8 +67,23 @@ BatchRunner::StepBudget BatchRunner::step_budget() const {
     return b;
 }
 
+batching::TimePolicy BatchRunner::policy() const {
+    batching::TimePolicy p = time_policy_;
+    if (p.target_ms > 0) p.margin = std::max(1.0, costs_.spread.quantile(batching::kSpreadQuantile));
+    return p;
+}
+
+void BatchRunner::predict_prefill(const batching::CostFit& fit, double x) {
+    if (fit.ready()) predicted_prefill_ms_ += fit.predict(x);
+    else predicted_complete_ = false;
+}
+
 void BatchRunner::measure_decode(double step_ms, double prefill_ms, int64_t decoded_rows) {
-    if (decoded_rows > 0) costs_.decode.add(static_cast<double>(decoded_rows), std::max(0.0, step_ms - prefill_ms));
+    if (decoded_rows <= 0) return;
+    // The step as the fits saw it before it ran (what the policy planned with), against its time.
+    if (predicted_complete_ && costs_.decode.ready())
+        costs_.spread.add(costs_.decode.predict(static_cast<double>(decoded_rows)) + predicted_prefill_ms_, step_ms);
+    costs_.decode.add(static_cast<double>(decoded_rows), std::max(0.0, step_ms - prefill_ms));
 }
 
 int64_t BatchRunner::row_limit(int64_t prompt_tokens, int64_t max_rows) const {
@@ -80,7 +95,7 @@ int64_t BatchRunner::row_limit(int64_t prompt_tokens, int64_t max_rows) const {
         const int64_t piece = std::min<int64_t>(std::max<int64_t>(prompt_tokens - 1, 1), prefill_chunk_);
         unit_ms = costs_.prefill.predict(static_cast<double>(piece));
     }
-    return batching::row_limit(costs_, time_policy_, max_rows, unit_ms);
+    return batching::row_limit(costs_, policy(), max_rows, unit_ms);
 }
 
 // Newcomers that asked for their prompt's log-probabilities get them before their prefill.
@@ -235,6 +250,7 @@ bool BatchRunner::advance_job(int64_t units, StepStats& stats) {
     auto measure = [&] {
         const double ms = ms_since(started);
         prefill_ms_ += ms;
+        predict_prefill(costs_.encoder, static_cast<double>(units * job.cost));
         costs_.encoder.add(static_cast<double>(units * job.cost), ms);
     };
     try {
@@ -338,7 +354,9 @@ void BatchRunner::prefill_chunks(const std::vector<std::pair<LiveRequest*, int64
     }
     const double ms = ms_since(started);
     prefill_ms_ += ms;
-    costs_.prefill.add(static_cast<double>(longest * static_cast<int64_t>(pieces.size())), ms);
+    const double positions = static_cast<double>(longest * static_cast<int64_t>(pieces.size()));
+    predict_prefill(costs_.prefill, positions);
+    costs_.prefill.add(positions, ms);
     const int64_t position_bytes = pool_->bytes_per_block() / pool_->block_size();
     for (const auto& [r, n] : pieces) {
         r->prefilled += n;
