@@ -183,6 +183,8 @@ QFormLayout* ModelPanel::buildComputeForm() {
     threads_->setRange(0, 256);
     threads_->setSpecialValueText(tr("all cores (%1)").arg(QThread::idealThreadCount()));
     threads_->setAccessibleName(tr("Compute threads"));
+    threads_->setToolTip(tr("The most compute threads the engine uses: it computes on fewer while other programs "
+                            "keep cores busy (checked between steps)"));
     form->addRow(tr("Device"), device_);
     form->addRow(tr("Dtype"), dtype_);
     form->addRow(QString(), dtype_note_);

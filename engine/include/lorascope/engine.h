@@ -206,7 +206,8 @@ struct EngineOptions {
     int64_t prefill_budget_tokens = kPrefillBudgetInTime;
     // Time per output token the running rows should see, in ms: every running row gets one token
     // per step, so this bounds the step's time. The engine admits rows, and prefill work into a
-    // step, only while the step's predicted time stays within it; newcomers wait for rows to leave
+    // step, only while the step's predicted time stays within it (the prefill with a margin for how
+    // far its steps have strayed from their predictions); newcomers wait for rows to leave
     // rather than slow the running rows down. Fewer rows give faster steps; more rows give earlier
     // first tokens and more throughput where steps are memory-bound. 0: no target. Needs the budget
     // in time and continuous batching.

@@ -31,15 +31,20 @@ namespace lorascope::batching {
 // has not been swept yet.)
 constexpr double kStepCapFactor = 1.5;
 
-// Under a target, steps are planned against target_ms / margin: the engine sets the margin to a
-// high quantile of how far its steps ran over their predictions (StepSpread), at least 1.
+// Under a target, the prefill a step may take is planned against target_ms / margin: the engine
+// sets the margin to a high quantile of how far its steps ran over their predictions (StepSpread),
+// within [1, kMaxMargin]. The rows are not: on W6's T5 (Zen 3, 77 ms target) the steps over the
+// target were mostly steps that prefilled (109 of 131), and a margin on the row limit too fed on
+// itself (fewer rows, a larger share of each step in prefill, whose predictions stray most, a
+// larger margin): 8.6 rows and 0.70x static's tokens/s, median of three.
 constexpr double kSpreadQuantile = 0.9;
+constexpr double kMaxMargin = 1.5;
 
 struct TimePolicy {
     double target_ms = 0;                 // time per output token; 0: none (the cap applies)
     double cap_factor = kStepCapFactor;
-    double margin = 1.0;                  // with a target: predicted steps x margin stay within it
-    double planned_ms() const { return target_ms / std::max(1.0, margin); }
+    double margin = 1.0;                  // with a target: a step's prefill is planned against target / margin
+    double planned_ms() const { return target_ms / std::clamp(margin, 1.0, kMaxMargin); }
 };
 
 // The rows of a step as the allowance sees them.
@@ -67,6 +72,17 @@ int64_t work_within(const CostFit& fit, double ms, int64_t cold);
 // decoding step plus `unit_ms` (one unit of a newcomer's prefill) stays within the target, at
 // least 1 and at most `max_rows`. `max_rows` without a target or before the decode fit has a
 // sample.
-int64_t row_limit(const StepCosts& costs, const TimePolicy& policy, int64_t max_rows, double unit_ms);
+// `last`: the last step that decoded, as measured. When it ran within the target with room for
+// `unit_ms`, the limit is at least one row more than it had, whatever the fit says: a fit that has
+// only seen a few rows cannot tell what more would cost (its slope leans to the proportional line,
+// and a step of 1 row costs ~16 ms of fixed work on W6's T5: 32 rows "cost" 512 ms), so without
+// this a batch once shrunk stayed shrunk (W6's T5 at a 68 ms target on the Zen 3: 1-2 rows for
+// hundreds of steps while 90 requests waited, 0.70x static's tokens/s).
+struct StepSeen {
+    int64_t rows = 0;
+    double ms = 0;
+};
+int64_t row_limit(const StepCosts& costs, const TimePolicy& policy, int64_t max_rows, double unit_ms,
+                  const StepSeen& last = {});
 
 }  // namespace lorascope::batching

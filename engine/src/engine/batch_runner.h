@@ -116,6 +116,7 @@ private:
     double prefill_ms_ = 0;       // of the step running now
     double predicted_prefill_ms_ = 0;  // what the fits predicted for that prefill
     bool predicted_complete_ = true;   // every fit it needed was ready
+    batching::StepSeen last_step_;     // the last step that decoded: its rows and time
     // Requests in batch-row order: running_[0] holds state_'s rows [0, rows()), the next follows.
     std::vector<std::unique_ptr<LiveRequest>> running_;
     models::DecodeState state_;

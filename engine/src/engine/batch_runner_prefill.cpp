@@ -80,6 +80,7 @@ void BatchRunner::predict_prefill(const batching::CostFit& fit, double x) {
 
 void BatchRunner::measure_decode(double step_ms, double prefill_ms, int64_t decoded_rows) {
     if (decoded_rows <= 0) return;
+    last_step_ = {decoded_rows, step_ms};
     // The step as the fits saw it before it ran (what the policy planned with), against its time.
     if (predicted_complete_ && costs_.decode.ready())
         costs_.spread.add(costs_.decode.predict(static_cast<double>(decoded_rows)) + predicted_prefill_ms_, step_ms);
@@ -95,7 +96,7 @@ int64_t BatchRunner::row_limit(int64_t prompt_tokens, int64_t max_rows) const {
         const int64_t piece = std::min<int64_t>(std::max<int64_t>(prompt_tokens - 1, 1), prefill_chunk_);
         unit_ms = costs_.prefill.predict(static_cast<double>(piece));
     }
-    return batching::row_limit(costs_, policy(), max_rows, unit_ms);
+    return batching::row_limit(costs_, policy(), max_rows, unit_ms, last_step_);
 }
 
 // Newcomers that asked for their prompt's log-probabilities get them before their prefill.
