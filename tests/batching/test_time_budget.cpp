@@ -208,6 +208,19 @@ private Q_SLOTS:
         QCOMPARE(work_within(costs.encoder, 5.0, 112), int64_t(112));        // not measured: the cold budget
     }
 
+    // A fit that has seen only small batches extrapolates proportionally (16 ms for 1 row: 32 rows
+    // "cost" 512 ms); a last step measured within the target lets the batch grow by one anyway.
+    void the_row_limit_grows_past_a_fit_of_small_batches() {
+        StepCosts costs;
+        for (int i = 0; i < 30; ++i) costs.decode.add(1, 16.0);
+        const TimePolicy target{68.0};
+        QCOMPARE(row_limit(costs, target, 32, 5.0), int64_t(3));                // (68 - 5) / 16
+        QCOMPARE(row_limit(costs, target, 32, 5.0, {3, 20.0}), int64_t(4));     // 20 + 5 <= 68: one more
+        QCOMPARE(row_limit(costs, target, 32, 5.0, {3, 66.0}), int64_t(3));     // no room for the unit
+        QCOMPARE(row_limit(costs, target, 32, 5.0, {32, 20.0}), int64_t(32));   // never past the batch
+        QCOMPARE(row_limit(costs, TimePolicy{}, 32, 5.0, {3, 20.0}), int64_t(32));
+    }
+
     // A latency target's plan takes no piece that does not fit; the token budget's takes one.
     void an_unforced_plan_takes_only_what_fits() {
         const std::vector<int64_t> remaining{40, 10};
