@@ -44,9 +44,10 @@ private:
 // How far whole steps run from what the fits predicted for them: actual / predicted over the last
 // `window` steps. A step planned right up to a target overruns it about half the time (the noise of
 // a shared CPU, and what the fits leave out: attention grows with the context while the rows stay
-// put), and a row's time per token is its steps' time; so the latency policy plans against the
-// target divided by a high quantile of this ratio (TimePolicy::margin). Measured on W6's T5 under
-// a 77 ms target without it: 131 of 940 steps over the target, per-token p95 1.12x the target.
+// put), and a row's time per token is its steps' time; so the latency policy plans a step's
+// prefill against the target divided by a high quantile of this ratio (TimePolicy::margin).
+// Measured on W6's T5 under a 77 ms target without it: 131 of 940 steps over the target (109 of
+// them steps that prefilled), per-token p95 1.12x the target.
 class StepSpread {
 public:
     explicit StepSpread(int window = 64);

@@ -69,7 +69,7 @@ BatchRunner::StepBudget BatchRunner::step_budget() const {
 
 batching::TimePolicy BatchRunner::policy() const {
     batching::TimePolicy p = time_policy_;
-    if (p.target_ms > 0) p.margin = std::max(1.0, costs_.spread.quantile(batching::kSpreadQuantile));
+    if (p.target_ms > 0) p.margin = costs_.spread.quantile(batching::kSpreadQuantile);  // planned_ms() bounds it
     return p;
 }
 

@@ -33,7 +33,6 @@ int ComputeThreads::before_step() {
         if (!products_on_pool_) at::set_num_threads(n);
         ops::set_pool_threads(n);
         threads_ = n;
-        ++changes_;
     }
     return threads_;
 }

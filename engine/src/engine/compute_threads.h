@@ -25,12 +25,10 @@ public:
     // Before a step: applies a new count when the machine's load asks for one; returns the count.
     int before_step();
     int threads() const { return threads_; }
-    int changes() const { return changes_; }
 
 private:
     bool products_on_pool_ = false;
     int threads_ = 1;
-    int changes_ = 0;
     std::optional<util::CoreLoadMonitor> monitor_;
     std::optional<util::ThreadGovernor> governor_;
 };
