@@ -11,6 +11,8 @@
 #include <QStringList>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
+#include <functional>
 #include <memory>
 
 #include "cli_process.h"
@@ -25,12 +27,21 @@
 
 namespace lorascope::test {
 
-// The steps CSV without its time columns (wall_ms, prefill_ms), the figures that are measured rather than decided.
-inline QStringList withoutWallTimes(const QString& csv) {
+// The steps CSV without the columns that are measured rather than decided: its times (wall_ms,
+// prefill_ms) and the threads each step ran on (fewer while the machine is busy: util/core_load.h).
+inline QStringList withoutMeasuredColumns(const QString& csv) {
+    const QStringList lines = csv.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    if (lines.isEmpty()) return {};
+    const QStringList header = lines[0].split(QLatin1Char(','));
+    QList<int> drop;
+    for (const char* name : {"threads", "prefill_ms", "wall_ms"})   // from the right, so indices hold
+        if (const int i = header.indexOf(QLatin1String(name)); i >= 0) drop << i;
+    std::sort(drop.begin(), drop.end(), std::greater<int>());
     QStringList out;
-    for (const QString& line : csv.split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
+    for (const QString& line : lines) {
         QStringList cells = line.split(QLatin1Char(','));
-        if (cells.size() > 2) cells.remove(1, 2);   // wall_ms and prefill_ms
+        for (int i : drop)
+            if (i < cells.size()) cells.removeAt(i);
         out << cells.join(QLatin1Char(','));
     }
     return out;

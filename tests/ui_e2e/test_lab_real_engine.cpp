@@ -61,7 +61,7 @@
 using namespace lorascope;
 using namespace lorascope::ui;
 using test::readAll;
-using test::withoutWallTimes;
+using test::withoutMeasuredColumns;
 
 namespace {
 
@@ -133,8 +133,8 @@ private Q_SLOTS:
             // Rows per step and everything else the engine decided, step by step.
             std::ostringstream lab_csv;
             write_steps_csv(lab_csv, d.steps());
-            QCOMPARE(withoutWallTimes(QString::fromStdString(lab_csv.str())), withoutWallTimes(readAll(csv)));
-            preset_steps_[p] = withoutWallTimes(readAll(csv));
+            QCOMPARE(withoutMeasuredColumns(QString::fromStdString(lab_csv.str())), withoutMeasuredColumns(readAll(csv)));
+            preset_steps_[p] = withoutMeasuredColumns(readAll(csv));
             QCOMPARE(qint64(d.steps().size()), bench.value("steps").toInteger());
             QCOMPARE(d.figures().steps, bench.value("steps").toInteger());
             QCOMPARE(d.figures().generated_tokens, bench.value("generated_tokens").toInteger());
@@ -339,7 +339,7 @@ private Q_SLOTS:
         for (int p = 0; p < 2; ++p) {
             std::ostringstream csv;
             write_steps_csv(csv, runner->data(p).steps());
-            QCOMPARE(withoutWallTimes(QString::fromStdString(csv.str())), preset_steps_[p]);
+            QCOMPARE(withoutMeasuredColumns(QString::fromStdString(csv.str())), preset_steps_[p]);
         }
     }
 
@@ -368,7 +368,7 @@ private Q_SLOTS:
         for (int p = 0; p < 2; ++p) {
             std::ostringstream csv;
             write_steps_csv(csv, runner->data(p).steps());
-            QCOMPARE(withoutWallTimes(QString::fromStdString(csv.str())), preset_steps_[p]);
+            QCOMPARE(withoutMeasuredColumns(QString::fromStdString(csv.str())), preset_steps_[p]);
         }
     }
 

@@ -173,11 +173,12 @@ struct EngineOptions {
     // model's type otherwise, so float32 stays HF-exact; or "float32", "bfloat16", "float16" (CUDA).
     std::string kv_cache_dtype = "auto";
     int threads = 0;                 // <= 0: all cores
-    // Compute on fewer threads while other programs keep cores busy (at most `threads`; checked
-    // between steps from /proc on Linux): a step's many short parallel regions each wait for their
-    // slowest thread, and a thread that shares its core with a neighbour is the slowest by a time
-    // slice (docs/benchmarks.md, issue 28: 0.28x of the quiet speed beside one busy loop). false:
-    // always `threads`.
+    // Our kernels' pool computes on fewer threads while other programs keep cores busy (at most
+    // `threads`; checked between steps from /proc on Linux): a step's many short parallel regions
+    // each wait for their slowest thread, and a thread that shares its core with a neighbour is the
+    // slowest by a time slice (docs/benchmarks.md, issue 28). The pool's results do not depend on
+    // its thread count; ATen's (float32 products) do, so its count stays `threads`. false: always
+    // `threads`.
     bool adaptive_threads = true;
     int64_t max_batch_size = 32;
     int64_t max_batch_tokens = 16384;  // counts padding

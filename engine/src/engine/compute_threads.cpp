@@ -30,7 +30,6 @@ int ComputeThreads::before_step() {
     if (!others) return threads_;
     const int n = governor_->update(*others);
     if (n != threads_) {
-        if (!products_on_pool_) at::set_num_threads(n);
         ops::set_pool_threads(n);
         threads_ = n;
     }

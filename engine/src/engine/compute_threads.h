@@ -1,6 +1,9 @@
 // The engine thread's compute threads: `EngineOptions::threads` at most, fewer while other programs
 // keep cores busy (util/core_load.h says why and how it tells). Checked between steps, never during
-// one: ATen's OpenMP count and our pool (ops/thread_pool.h) change together.
+// one. Only our pool (ops/thread_pool.h) adapts: its kernels split outputs, never a sum, so their
+// results do not depend on the thread count; ATen's and oneDNN's do, in the last bits (the demo
+// BART's sampled logprobs on 1 and 2 threads: -0.6644451 and -0.66444474), and a seeded request's
+// tokens must not depend on how busy the machine is. ATen's count stays as set at the start.
 //
 // Where the linears run on our panel kernels (int8, 4-bit and bfloat16 without VNNI / AVX-512
 // BF16: ops/cpu_matmul.h), ATen's own operators get one thread and our pool gets them all. Both
