@@ -2,19 +2,15 @@
 
 #include <ATen/Parallel.h>
 
-#include <algorithm>
-#include <thread>
-
 #include "lorascope/runtime.h"
 #include "ops/thread_pool.h"
 
 namespace lorascope::engine_detail {
 
-ComputeThreads::ComputeThreads(int requested, bool adaptive, bool products_on_pool)
-    : products_on_pool_(products_on_pool) {
-    threads_ = requested > 0 ? requested : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    set_compute_threads(threads_);
-    if (products_on_pool_) at::set_num_threads(1);
+ComputeThreads::ComputeThreads(int requested, bool adaptive, bool products_on_pool) {
+    set_compute_threads(requested);
+    threads_ = ops::pool_threads();  // `requested`, or all cores
+    if (products_on_pool) at::set_num_threads(1);
     if (!adaptive || threads_ < 2) return;
     monitor_.emplace();
     if (!monitor_->available()) {

@@ -27,10 +27,8 @@ public:
     ComputeThreads(int requested, bool adaptive, bool products_on_pool);
     // Before a step: applies a new count when the machine's load asks for one; returns the count.
     int before_step();
-    int threads() const { return threads_; }
 
 private:
-    bool products_on_pool_ = false;
     int threads_ = 1;
     std::optional<util::CoreLoadMonitor> monitor_;
     std::optional<util::ThreadGovernor> governor_;

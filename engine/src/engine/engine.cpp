@@ -75,8 +75,9 @@ int64_t kv_cache_blocks(const EngineOptions& options, const models::Model& model
 class EngineImpl final : public Engine {
 public:
     EngineImpl(const EngineOptions& options, std::unique_ptr<models::Model> model, std::unique_ptr<Tokenizer> tokenizer,
-               std::optional<ModelChatTemplates> chat_templates, std::string no_chat_templates)
+               std::optional<ModelChatTemplates> chat_templates, std::string no_chat_templates, bool products_on_pool)
         : options_(options),
+          products_on_pool_(products_on_pool),
           model_(std::move(model)),
           tokenizer_(std::move(tokenizer)),
           budget_{options.max_batch_tokens, options.max_batch_size, model_->config().context_tokens(),
@@ -162,6 +163,7 @@ private:
     void shut_down();
 
     EngineOptions options_;
+    bool products_on_pool_;  // the linears run on our pool's kernels (ops::cpu_matmul_runs_on_pool)
     std::unique_ptr<models::Model> model_;
     std::unique_ptr<Tokenizer> tokenizer_;
     RequestBudget budget_;                 // what one request may occupy (checked at submit)
@@ -180,13 +182,7 @@ private:
 };
 
 void EngineImpl::run() {
-    bool products_on_pool = false;
-    try {  // create() has made the same choice already: this cannot throw
-        const auto compute = runtime::choose_compute(options_.dtype, options_.device, options_.kv_cache_dtype);
-        products_on_pool = compute.cpu_matmul && ops::cpu_matmul_runs_on_pool(*compute.cpu_matmul);
-    } catch (const std::exception&) {
-    }
-    threads_.emplace(options_.threads, options_.adaptive_threads, products_on_pool);
+    threads_.emplace(options_.threads, options_.adaptive_threads, products_on_pool_);
     c10::InferenceMode inference_mode;  // thread-local: must be entered on this thread
     while (true) {
         engine_detail::Inbox inbox = mailbox_.wait(has_work());
@@ -290,8 +286,9 @@ std::unique_ptr<Engine> Engine::create(const EngineOptions& options) {
     } catch (const Error& e) {
         no_chat_templates = e.what();
     }
+    const bool products_on_pool = load.cpu_matmul && ops::cpu_matmul_runs_on_pool(*load.cpu_matmul);
     return std::make_unique<EngineImpl>(options, std::move(model), std::move(tokenizer), std::move(chat_templates),
-                                        std::move(no_chat_templates));
+                                        std::move(no_chat_templates), products_on_pool);
 }
 
 }  // namespace lorascope
