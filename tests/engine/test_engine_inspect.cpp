@@ -125,9 +125,12 @@ bool same_alternatives(const std::vector<std::vector<lorascope::TokenAlternative
     return true;
 }
 
-// The largest difference between two runs' alternatives, or infinity when their ids differ.
+// The largest difference between two runs' alternatives, or infinity when their ids differ; each
+// difference is divided by the scale close_logprob holds HF's values to (the value's size, at least
+// 1, over a temperature below 1), so that 1e-5 means what it means there: a sampled BART row at
+// temperature 0.8 differed by 1.1e-5 on an AVX2-only Zen 3 (1e-5 / 0.8 = 1.25e-5 is the bound there).
 double alternatives_gap(const std::vector<std::vector<lorascope::TokenAlternative>>& a,
-                        const std::vector<std::vector<lorascope::TokenAlternative>>& b) {
+                        const std::vector<std::vector<lorascope::TokenAlternative>>& b, double temperature) {
     constexpr double kApart = std::numeric_limits<double>::infinity();
     if (a.size() != b.size()) return kApart;
     double gap = 0;
@@ -135,10 +138,27 @@ double alternatives_gap(const std::vector<std::vector<lorascope::TokenAlternativ
         if (a[t].size() != b[t].size()) return kApart;
         for (size_t k = 0; k < a[t].size(); ++k) {
             if (a[t][k].token_id != b[t][k].token_id) return kApart;
-            gap = std::max(gap, std::abs(double(a[t][k].logprob) - double(b[t][k].logprob)));
+            const double scale = std::max(1.0, std::abs(double(b[t][k].logprob))) / std::min(1.0, temperature);
+            gap = std::max(gap, std::abs(double(a[t][k].logprob) - double(b[t][k].logprob)) / scale);
         }
     }
     return gap;
+}
+
+// The rows of a best_of record whose mean logprob (HF's, as LoRAX's router sums them) is within the
+// logprob bound of the best row's: HF's choice among them is decided by last bits.
+std::vector<size_t> tied_for_best(const json& r, double temperature) {
+    std::vector<size_t> tied;
+    const double best = r["best_mean_logprob"].get<double>();
+    for (size_t k = 0; k < r["rows"].size(); ++k) {
+        const auto logprobs = r["rows"][k]["logprobs"].get<std::vector<float>>();
+        float total = 0;
+        for (float lp : logprobs) total += lp;
+        const float mean = total / static_cast<float>(logprobs.size());
+        const double scale = std::max(1.0, std::abs(best)) / std::min(1.0, temperature);
+        if (std::abs(double(mean) - best) <= lorascope::test::kLogprobTolerance * scale) tied.push_back(k);
+    }
+    return tied;
 }
 
 FinishEvent run_alone(lorascope::Engine& engine, Request request) {
@@ -193,8 +213,8 @@ private Q_SLOTS:
     }
 
     // The same requests one at a time: the very same tokens and alternative ids, alternative
-    // logprobs within 1e-5 (HF's own tolerance). Not bit for bit: the last bits follow the batch
-    // the request joined (likely the products' summation order, which BLAS picks by row count;
+    // logprobs within 1e-5 (HF's own tolerance, scaled as against HF: alternatives_gap). Not bit
+    // for bit: the last bits follow the batch the request joined (likely the products' summation order, which BLAS picks by row count;
     // not traced to one operation). Seen on every family: llama, mistral and qwen2 rows in turn
     // (CI, 2026-12-01), a sampled T5 row under load (2026-12-02). The count of rows that were bit
     // for bit is printed.
@@ -213,15 +233,16 @@ private Q_SLOTS:
                 QVERIFY(found != batched_.end());
                 const FinishEvent& batched = found->second;
                 QVERIFY2(alone.token_ids == batched.token_ids, describe(*r).c_str());
-                const double gap = alternatives_gap(alone.alternatives, batched.alternatives);
+                const double gap = alternatives_gap(alone.alternatives, batched.alternatives,
+                                                    lorascope::test::sampling_temperature((*r)["params"]));
                 worst_gap = std::max(worst_gap, gap);
-                QVERIFY2(gap <= 1e-5, (describe(*r) + ": " + std::to_string(gap)).c_str());
+                QVERIFY2(gap <= lorascope::test::kLogprobTolerance, (describe(*r) + ": " + std::to_string(gap)).c_str());
                 identical += same_alternatives(alone.alternatives, batched.alternatives) ? 1 : 0;
                 ++compared;
             }
         }
         QVERIFY(compared >= 50);
-        qInfo("batched against alone: %d of %d rows bit for bit, largest alternative logprob difference %.3g",
+        qInfo("batched against alone: %d of %d rows bit for bit, largest alternative logprob difference %.3g (scaled)",
               identical, compared, worst_gap);
     }
 
@@ -264,6 +285,10 @@ private Q_SLOTS:
 
     // best_of n with seed s draws HF's n rows of num_return_sequences=n after manual_seed(s), and
     // returns first the one LoRAX's router picks (highest mean logprob), then the others in order.
+    // Candidates whose means HF itself has within the logprob bound of the best tie for it: which
+    // one wins is the last bits' choice (seen: a BLOOM request whose rows 0 and 3 are the same
+    // tokens, HF picked row 3 by a last-bit margin, an AVX2 Zen 3 here row 0), so any of them may
+    // come first, the others following in order.
     void best_of_returns_loraxs_choice() {
         int runs = 0, not_first = 0;
         for (const auto& name : kBases) {
@@ -278,16 +303,20 @@ private Q_SLOTS:
                 QVERIFY2(f.reason != FinishReason::Error, f.error.c_str());
                 const size_t best = r["best_index"].get<size_t>();
                 not_first += best != 0 ? 1 : 0;
-                QVERIFY2(f.token_ids == r["rows"][best]["tokens"].get<std::vector<int64_t>>(), describe(r).c_str());
                 QCOMPARE(f.sequences.size(), r["rows"].size());
-                std::vector<size_t> order{best};
-                for (size_t k = 0; k < r["rows"].size(); ++k)
-                    if (k != best) order.push_back(k);
-                for (size_t k = 0; k < order.size(); ++k)
-                    QVERIFY2(f.sequences[k].token_ids == r["rows"][order[k]]["tokens"].get<std::vector<int64_t>>(),
-                             describe(r).c_str());
-                QVERIFY(f.sequences[0].score.has_value());
                 const double temperature = lorascope::test::sampling_temperature(r["params"]);
+                bool ordered = false;
+                for (size_t first : tied_for_best(r, temperature)) {
+                    std::vector<size_t> order{first};
+                    for (size_t k = 0; k < r["rows"].size(); ++k)
+                        if (k != first) order.push_back(k);
+                    bool same = f.token_ids == r["rows"][first]["tokens"].get<std::vector<int64_t>>();
+                    for (size_t k = 0; k < order.size(); ++k)
+                        same = same && f.sequences[k].token_ids == r["rows"][order[k]]["tokens"].get<std::vector<int64_t>>();
+                    ordered = ordered || same;
+                }
+                QVERIFY2(ordered, describe(r).c_str());
+                QVERIFY(f.sequences[0].score.has_value());
                 QVERIFY2(lorascope::test::close_logprob(*f.sequences[0].score, r["best_mean_logprob"].get<double>(), temperature),
                          describe(r).c_str());
                 if (r["params"].value("logprobs", false))
