@@ -167,6 +167,22 @@ private Q_SLOTS:
         QVERIFY(qAbs(fit.predict(16) - 4.0) < 1e-6);
     }
 
+    // W6's first encoder passes (7 prompts at once, 0.044 ms per layer-position) then a one-prompt
+    // pass whose layers cost 0.08 each (the samples of one run): the line through the big passes
+    // has a 35 ms fixed cost; no pass costs less than the fixed part, so the small pass bounds it.
+    void the_fixed_cost_is_at_most_the_smallest_recent_sample() {
+        CostFit fit;
+        for (double x : {2156.0, 2170.0, 3696.0, 6223.0}) fit.add(x, 35.0 + 0.044 * x);
+        QVERIFY(fit.intercept() > 30.0);
+        fit.add(45, 3.7);
+        QVERIFY(fit.intercept() <= 3.7);
+        QVERIFY(fit.predict(45) < 8.0);
+        QVERIFY(qAbs(fit.predict(6223) - (35.0 + 0.044 * 6223)) / (35.0 + 0.044 * 6223) < 0.05);   // the big passes still fit
+        // The bound follows the last 16 samples only: a machine that got slower raises it again.
+        for (int i = 0; i < 16; ++i) fit.add(100 + 10 * (i % 4), 20.0 + 0.1 * (100 + 10 * (i % 4)));
+        QVERIFY(fit.intercept() > 3.7);
+    }
+
     // One step in a neighbour's burst moves the fit no more than a step 3x the prediction would.
     void an_outlier_moves_the_fit_a_bounded_amount() {
         CostFit a, b;

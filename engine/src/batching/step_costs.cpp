@@ -14,6 +14,8 @@ constexpr int64_t kClipAfterSamples = 8;
 constexpr double kClipFactor = 3.0;
 // How much spread of x (relative to its mean) counts as enough to read a slope from.
 constexpr double kSlopeSpread = 0.05;
+// Samples whose smallest y bounds the fixed cost.
+constexpr size_t kFloorWindow = 16;
 }  // namespace
 
 CostFit::CostFit(double half_life) : decay_(std::pow(0.5, 1.0 / std::max(1.0, half_life))) {}
@@ -30,6 +32,8 @@ void CostFit::add(double x, double y) {
     sxx_ = decay_ * sxx_ + x * x;
     sxy_ = decay_ * sxy_ + x * y;
     ++samples_;
+    recent_y_.push_back(y);
+    if (recent_y_.size() > kFloorWindow) recent_y_.pop_front();
 }
 
 // Ridge towards the proportional line: the slope is (cov + k b0) / (var + k), with b0 the slope
@@ -51,6 +55,11 @@ void CostFit::fit(double& a, double& b) const {
     if (a < 0) {   // the samples say "no fixed cost": the best line through the origin
         a = 0;
         b = sxx_ > 0 ? std::max(0.0, sxy_ / sxx_) : 0.0;
+    }
+    const double floor = recent_y_.empty() ? a : *std::min_element(recent_y_.begin(), recent_y_.end());
+    if (a > floor && sxx_ > 0) {   // the best line with that fixed cost: y - floor = b x
+        a = floor;
+        b = std::max(0.0, (sxy_ - a * sx_) / sxx_);
     }
 }
 

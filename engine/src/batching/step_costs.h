@@ -17,6 +17,12 @@ namespace lorascope::batching {
 // at 32 rows) the slope is not identified by them, and the fit leans towards the line through the
 // origin and their mean (y proportional to x): it predicts exactly at the x it sees, and assumes
 // no fixed cost when asked about other sizes.
+//
+// The fixed cost is at most the smallest of the last 16 samples (no pass costs less than its fixed
+// part). A straight line is a poor model of an encoder pass: per layer-position a one-prompt pass of
+// a t5-small shape cost 0.07-0.08 ms and a 7-prompt one 0.044 (fewer rows use the products less
+// well), so a fit over W6's first passes (7 prompts each) read a 35 ms fixed cost, and the latency
+// policy held back newcomers whose layers took 4-9 ms: it predicted 27-44 ms for one.
 class CostFit {
 public:
     explicit CostFit(double half_life = 24);
@@ -39,6 +45,7 @@ private:
     double decay_;
     double w_ = 0, sx_ = 0, sy_ = 0, sxx_ = 0, sxy_ = 0;
     int64_t samples_ = 0;
+    std::deque<double> recent_y_;   // the last samples' y (as added), for the bound on the fixed cost
 };
 
 // How far whole steps run from what the fits predicted for them: actual / predicted over the last
