@@ -44,10 +44,16 @@ inline nlohmann::json load_inspect_records() {
     return j;
 }
 
+// What kLogprobTolerance is relative to for a log-probability `value` of a request sampled at
+// `temperature` (its size, at least 1, over a temperature below 1).
+inline double logprob_scale(double value, double temperature = 1.0) {
+    return std::max(1.0, std::abs(value)) / std::min(1.0, temperature);
+}
+
 // `temperature`: the request's when it samples below 1, else 1.
 inline bool close_logprob(double got, double want, double temperature = 1.0) {
     if (std::isinf(want) || std::isinf(got)) return got == want;
-    const double diff = std::abs(got - want), scale = std::max(1.0, std::abs(want)) / std::min(1.0, temperature);
+    const double diff = std::abs(got - want), scale = logprob_scale(want, temperature);
     Deviation& d = deviation();
     d.absolute = std::max(d.absolute, diff);
     d.relative = std::max(d.relative, diff / scale);

@@ -126,9 +126,8 @@ bool same_alternatives(const std::vector<std::vector<lorascope::TokenAlternative
 }
 
 // The largest difference between two runs' alternatives, or infinity when their ids differ; each
-// difference is divided by the scale close_logprob holds HF's values to (the value's size, at least
-// 1, over a temperature below 1), so that 1e-5 means what it means there: a sampled BART row at
-// temperature 0.8 differed by 1.1e-5 on an AVX2-only Zen 3 (1e-5 / 0.8 = 1.25e-5 is the bound there).
+// difference is divided by logprob_scale, as against HF, so that 1e-5 means what it means there: a
+// sampled BART row at temperature 0.8 differed by 1.1e-5 on an AVX2-only Zen 3 (1.25e-5 is its bound).
 double alternatives_gap(const std::vector<std::vector<lorascope::TokenAlternative>>& a,
                         const std::vector<std::vector<lorascope::TokenAlternative>>& b, double temperature) {
     constexpr double kApart = std::numeric_limits<double>::infinity();
@@ -138,8 +137,8 @@ double alternatives_gap(const std::vector<std::vector<lorascope::TokenAlternativ
         if (a[t].size() != b[t].size()) return kApart;
         for (size_t k = 0; k < a[t].size(); ++k) {
             if (a[t][k].token_id != b[t][k].token_id) return kApart;
-            const double scale = std::max(1.0, std::abs(double(b[t][k].logprob))) / std::min(1.0, temperature);
-            gap = std::max(gap, std::abs(double(a[t][k].logprob) - double(b[t][k].logprob)) / scale);
+            const double diff = std::abs(double(a[t][k].logprob) - double(b[t][k].logprob));
+            gap = std::max(gap, diff / lorascope::test::logprob_scale(b[t][k].logprob, temperature));
         }
     }
     return gap;
@@ -155,8 +154,8 @@ std::vector<size_t> tied_for_best(const json& r, double temperature) {
         float total = 0;
         for (float lp : logprobs) total += lp;
         const float mean = total / static_cast<float>(logprobs.size());
-        const double scale = std::max(1.0, std::abs(best)) / std::min(1.0, temperature);
-        if (std::abs(double(mean) - best) <= lorascope::test::kLogprobTolerance * scale) tied.push_back(k);
+        const double bound = lorascope::test::kLogprobTolerance * lorascope::test::logprob_scale(best, temperature);
+        if (std::abs(double(mean) - best) <= bound) tied.push_back(k);
     }
     return tied;
 }
@@ -214,10 +213,10 @@ private Q_SLOTS:
 
     // The same requests one at a time: the very same tokens and alternative ids, alternative
     // logprobs within 1e-5 (HF's own tolerance, scaled as against HF: alternatives_gap). Not bit
-    // for bit: the last bits follow the batch the request joined (likely the products' summation order, which BLAS picks by row count;
-    // not traced to one operation). Seen on every family: llama, mistral and qwen2 rows in turn
-    // (CI, 2026-12-01), a sampled T5 row under load (2026-12-02). The count of rows that were bit
-    // for bit is printed.
+    // for bit: the last bits follow the batch the request joined (likely the products' summation
+    // order, which BLAS picks by row count; not traced to one operation). Seen on every family:
+    // llama, mistral and qwen2 rows in turn (CI, 2026-12-01), a sampled T5 row under load
+    // (2026-12-02). The count of rows that were bit for bit is printed.
     void alternatives_batched_equal_alone() {
         QVERIFY(!batched_.empty());
         int compared = 0, identical = 0;
