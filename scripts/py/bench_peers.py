@@ -122,6 +122,9 @@ def run_child(cmd, env, label):
 # Our systems by compute dtype (--dtype of lorascope-cli).
 OURS = {"ours": "float32", "ours-int8": "int8", "ours-bf16": "bfloat16", "ours-int4": "int4"}
 
+# Systems run with --baseline-cli carry this suffix ("ours-int8@base").
+BASE = "@base"
+
 # llama.cpp's systems (scripts/prepare-llama-cpp) by GGUF type; BLOOM only.
 LLAMA = {"llama-f32": "F32", "llama-q8_0": "Q8_0", "llama-q4_0": "Q4_0"}
 
@@ -138,7 +141,7 @@ ISA_ENV = {
 
 
 def run_ours(ctx, name, model_dir, rows, new_tokens, adapters=None, row_adapters=None, arrival=None,
-             static=False, system="ours"):
+             static=False, system="ours", cli=None):
     requests = []
     for i, r in enumerate(rows):
         req = {"input_ids": r}
@@ -151,7 +154,7 @@ def run_ours(ctx, name, model_dir, rows, new_tokens, adapters=None, row_adapters
     path = os.path.join(ctx.tmp, f"{name}_ours.json")
     with open(path, "w") as f:
         json.dump(workload, f)
-    cmd = [ctx.cli, "bench", "--model", model_dir, "--workload", path, "--threads", str(ctx.threads),
+    cmd = [cli or ctx.cli, "bench", "--model", model_dir, "--workload", path, "--threads", str(ctx.threads),
            "--max-batch-size", str(ctx.batch), "--max-batch-tokens", "1000000", "--dtype", OURS[system]]
     if static:
         cmd.append("--static")
@@ -281,7 +284,7 @@ def run_workload(ctx, name):
     # load then differs (W4, memory-bound on the adapters' factors, feels it more). So each of our
     # W4 runs comes right after a W1 run of the same system, and the ratio is also given from those
     # pairs (one session's runs: 0.94 across the two workloads' medians, 0.86 from pairs).
-    pairs = {}
+    pairs, baseline_failed = {}, set()
     for _ in range(ctx.repeat):
         for ours in (s for s in OURS if s in systems):
             if adapters:
@@ -290,6 +293,16 @@ def run_workload(ctx, name):
                 run_ours(ctx, name, model_dir, rows, new_tokens, adapters, row_adapters, system=ours))
             if adapters:
                 pairs.setdefault(ours, []).append([w1["tokens_per_s"], runs[ours][-1]["tokens_per_s"]])
+            if ctx.baseline_cli and not adapters and ours not in baseline_failed:
+                # The same system from another build, right after ours: "no regression against the
+                # current binary" is then a ratio taken minutes apart at most, not sessions apart.
+                try:
+                    base = run_ours(ctx, name, model_dir, rows, new_tokens, system=ours, cli=ctx.baseline_cli)
+                    base["system"] = ours + BASE
+                    runs.setdefault(ours + BASE, []).append(base)
+                except SystemExit as e:  # an older build may not know a dtype (int4)
+                    baseline_failed.add(ours)
+                    notes.append(f"the baseline build did not run {ours}: {str(e).splitlines()[-1][:200]}")
         if "hf" in systems:
             runs.setdefault("hf", []).append(
                 run_peer(ctx, name, "hf", family, model_dir, None, rows, new_tokens, adapters, row_adapters))
@@ -329,6 +342,12 @@ LABELS = {"ours": "lorascope", "ours-int8": "lorascope int8", "ours-bf16": "lora
           "llama-q8_0": "llama.cpp Q8_0", "llama-q4_0": "llama.cpp Q4_0"}
 
 
+def label_of(system):
+    if system.endswith(BASE):
+        return LABELS[system[:-len(BASE)]] + " (baseline build)"
+    return LABELS[system]
+
+
 def markdown(report):
     """One row per system; "ours / this" compares like with like: our int8 with CTranslate2 int8,
     our float32 with everything else."""
@@ -338,10 +357,12 @@ def markdown(report):
         by_system = {r["system"]: r for r in w["results"]}
         like = {"ct2-int8": "ours-int8", "llama-q8_0": "ours-int8", "llama-q4_0": "ours-int4"}
         for r in w["results"]:
-            ours = by_system.get(like.get(r["system"], "ours"))
-            ratio = f"{ours['tokens_per_s'] / r['tokens_per_s']:.2f}x" if ours and r is not ours and \
-                not r["system"].startswith("ours") else ""
-            label = LABELS[r["system"]]
+            if r["system"].endswith(BASE):
+                ours = by_system.get(r["system"][:-len(BASE)])
+            else:
+                ours = None if r["system"].startswith("ours") else by_system.get(like.get(r["system"], "ours"))
+            ratio = f"{ours['tokens_per_s'] / r['tokens_per_s']:.2f}x" if ours else ""
+            label = label_of(r["system"])
             repeats = r.get("repeats_tokens_per_s", [])
             spread = f" ({min(repeats):.0f}-{max(repeats):.0f})" if len(repeats) > 1 else ""
             lines.append(f"| {w['workload']} | {label} | {r['tokens_per_s']:.1f}{spread} | {ratio} | "
@@ -392,6 +413,9 @@ def main():
                          "MKL, OpenBLAS; llama.cpp's AVX2-only build)")
     ap.add_argument("--w6-models", default="t5,bloom", help="W6's models (t5, bloom)")
     ap.add_argument("--w6-no-poisson", action="store_true", help="W6 without its Poisson arrivals")
+    ap.add_argument("--baseline-cli", default="",
+                    help="another lorascope-cli (an older build): each of our systems also runs with it, right "
+                         "after ours, as '<system>@base'; 'ours / this' is then new / baseline")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs per system and workload, interleaved; the table shows the median run and the range")
     args = ap.parse_args()
@@ -403,6 +427,9 @@ def main():
     ctx.cli = os.path.abspath(args.cli or os.path.join(ctx.root, "build", "release", "bin", "lorascope-cli"))
     if not os.access(ctx.cli, os.X_OK):
         raise SystemExit(f"{ctx.cli}: lorascope-cli not found; build it or pass --cli")
+    ctx.baseline_cli = os.path.abspath(args.baseline_cli) if args.baseline_cli else ""
+    if ctx.baseline_cli and not os.access(ctx.baseline_cli, os.X_OK):
+        raise SystemExit(f"{ctx.baseline_cli}: --baseline-cli is not an executable")
     ctx.work = os.path.abspath(args.work_dir or os.path.join(ctx.root, "build", "bench-peers"))
     os.makedirs(ctx.work, exist_ok=True)
     ctx.threads, ctx.quick, ctx.w5_rate, ctx.w1_ours = args.threads, args.quick, args.w5_rate, []
@@ -435,6 +462,10 @@ def main():
     report["machine"]["cli"] = ctx.cli
     report["machine"]["cli_built_utc"] = datetime.datetime.utcfromtimestamp(
         os.path.getmtime(ctx.cli)).strftime("%Y-%m-%d %H:%M UTC")
+    if ctx.baseline_cli:
+        report["machine"]["baseline_cli"] = ctx.baseline_cli
+        report["machine"]["baseline_cli_built_utc"] = datetime.datetime.utcfromtimestamp(
+            os.path.getmtime(ctx.baseline_cli)).strftime("%Y-%m-%d %H:%M UTC")
     out = args.out or os.path.join(ctx.work, "report.json")
     start = time.perf_counter()
 
