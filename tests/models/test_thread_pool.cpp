@@ -1,11 +1,14 @@
 // The kernels' thread pool (ops/thread_pool.h): every index once, in chunks of at least the grain;
 // the work shared between threads; nested calls serial; an exception reaches the caller and the pool
-// goes on; two callers at once both get their work done; the thread count and the worker set-up.
+// goes on; two callers at once both get their work done; the thread count and the worker set-up;
+// a delegate (another runtime's loop) takes the loops while it is set.
 #include <QtTest>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -141,6 +144,34 @@ private Q_SLOTS:
         lorascope::ops::set_pool_threads(2);  // one fresh worker, asleep in its set-up
         QCOMPARE(threads_that_ran(2).size(), size_t{2});
         lorascope::ops::set_pool_worker_init([] {});
+    }
+
+    // With a delegate, every parallel_for of more than one chunk goes to it (the engine hands them
+    // to ATen's team where the products run there); a call from inside a chunk stays serial, and a
+    // single-chunk range runs in place. Cleared, the pool is back.
+    void a_delegate_gets_the_loops() {
+        static std::atomic<int> delegated{0};
+        lorascope::ops::set_parallel_delegate([](int64_t b, int64_t e, int64_t grain,
+                                                 const std::function<void(int64_t, int64_t)>& fn) {
+            ++delegated;
+            for (int64_t i = b; i < e; i += grain) fn(i, std::min(e, i + grain));  // in order, this thread
+        });
+        std::vector<int> seen(100, 0);
+        int nested = 0;
+        parallel_for(0, 100, 10, [&](int64_t b, int64_t e) {
+            QVERIFY(lorascope::ops::in_parallel_region());
+            for (int64_t i = b; i < e; ++i) ++seen[static_cast<size_t>(i)];
+            parallel_for(0, 50, 1, [&](int64_t nb, int64_t ne) { nested += static_cast<int>(ne - nb); });
+        });
+        QCOMPARE(delegated.load(), 1);  // the nested calls ran serially, not through the delegate
+        QCOMPARE(nested, 10 * 50);
+        for (int v : seen) QCOMPARE(v, 1);
+        QVERIFY(!lorascope::ops::in_parallel_region());
+        parallel_for(0, 5, 10, [&](int64_t, int64_t) {});  // one chunk: in place
+        QCOMPARE(delegated.load(), 1);
+        lorascope::ops::set_parallel_delegate(nullptr);
+        QCOMPARE(threads_that_ran(64).size(), size_t{2});
+        QCOMPARE(delegated.load(), 1);
     }
 };
 

@@ -10,8 +10,18 @@ namespace lorascope::engine_detail {
 ComputeThreads::ComputeThreads(int requested, bool adaptive, bool products_on_pool) {
     set_compute_threads(requested);
     threads_ = ops::pool_threads();  // `requested`, or all cores
-    if (products_on_pool) at::set_num_threads(1);
-    if (!adaptive || threads_ < 2) return;
+    // One runtime for all the compute threads (ops/thread_pool.h, set_parallel_delegate): ours where
+    // the products run on our kernels (ATen's own operators get one thread), ATen's team otherwise.
+    if (products_on_pool) {
+        at::set_num_threads(1);
+        ops::set_parallel_delegate(nullptr);
+    } else {
+        ops::set_parallel_delegate([](int64_t begin, int64_t end, int64_t grain,
+                                      const std::function<void(int64_t, int64_t)>& fn) {
+            at::parallel_for(begin, end, grain, fn);
+        });
+    }
+    if (!adaptive || threads_ < 2 || !products_on_pool) return;  // ATen's count is fixed: see the header
     monitor_.emplace();
     if (!monitor_->available()) {
         monitor_.reset();

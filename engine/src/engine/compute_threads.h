@@ -6,7 +6,9 @@
 // tokens must not depend on how busy the machine is. ATen's count stays as set at the start.
 //
 // Where the linears run on our panel kernels (int8, 4-bit and bfloat16 without VNNI / AVX-512
-// BF16: ops/cpu_matmul.h), ATen's own operators get one thread and our pool gets them all. Both
+// BF16: ops/cpu_matmul.h), ATen's own operators get one thread and our pool gets them all.
+// Where they run on oneDNN, in ATen's team, our kernels run there too (ops::set_parallel_delegate)
+// and the count does not adapt. Both
 // runtimes otherwise keep a thread per core, and libgomp's idle workers spin for ~300k rounds after
 // each of ATen's regions, on the cores our pool's workers need: on the 2-core Zen 3 (AVX2), W1 in
 // int8 ran at 490 tokens/s on two threads and 496 on one (180% CPU), 660-760 with ATen on one

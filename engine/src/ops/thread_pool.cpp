@@ -17,6 +17,20 @@ namespace {
 
 thread_local bool t_in_region = false;
 
+std::atomic<ParallelDelegate> g_delegate{nullptr};
+
+// Marks the running thread as inside a region for one chunk (nested parallel_for runs serially).
+class RegionScope {
+public:
+    RegionScope() : outer_(t_in_region) { t_in_region = true; }
+    ~RegionScope() { t_in_region = outer_; }
+    RegionScope(const RegionScope&) = delete;
+    RegionScope& operator=(const RegionScope&) = delete;
+
+private:
+    bool outer_;
+};
+
 inline void relax() {
 #if defined(__x86_64__)
     __builtin_ia32_pause();
@@ -199,18 +213,21 @@ Pool& pool() {
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
     if (end <= begin) return;
     grain = std::max<int64_t>(grain, 1);
+    const ParallelDelegate delegate = g_delegate.load(std::memory_order_acquire);
+    if (delegate && end - begin > grain && !t_in_region) {
+        delegate(begin, end, grain, [&fn](int64_t b, int64_t e) {
+            RegionScope scope;
+            fn(b, e);
+        });
+        return;
+    }
     if (end - begin <= grain || t_in_region || pool().threads() == 1 || !pool().run(begin, end, grain, fn)) {
-        const bool outer = t_in_region;
-        t_in_region = true;
-        try {
-            fn(begin, end);
-        } catch (...) {
-            t_in_region = outer;
-            throw;
-        }
-        t_in_region = outer;
+        RegionScope scope;
+        fn(begin, end);
     }
 }
+
+void set_parallel_delegate(ParallelDelegate delegate) { g_delegate.store(delegate, std::memory_order_release); }
 
 void set_pool_threads(int n) { pool().resize(n); }
 void set_pool_worker_init(void (*init)()) { pool().resize(pool().threads(), init); }

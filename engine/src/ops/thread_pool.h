@@ -23,6 +23,15 @@ namespace lorascope::ops {
 // The first exception thrown by fn is rethrown here, after every claimed chunk has finished.
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
+// Hands every parallel_for to another runtime's loop (null: back to the pool). Where the products run
+// in ATen's OpenMP team (oneDNN's kernels), the engine passes our kernels there too: two runtimes
+// with a thread per core each made the pool's spinning workers and libgomp's wait for the same two
+// cores. On the 2-core AMD EPYC (Zen 4, AVX-512 VNNI), W1 in int8 ran at 1707-1815 tokens/s with
+// both against 2146-2364 before the pool existed (docs/benchmarks.md, 2026-12-04).
+using ParallelDelegate = void (*)(int64_t begin, int64_t end, int64_t grain,
+                                  const std::function<void(int64_t, int64_t)>& fn);
+void set_parallel_delegate(ParallelDelegate delegate);
+
 // Threads that parallel_for uses, the caller included (at least 1). Default: the hardware's
 // thread count. Changing it joins or starts workers; call it between products, not during one.
 void set_pool_threads(int n);
