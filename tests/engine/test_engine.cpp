@@ -266,8 +266,8 @@ private Q_SLOTS:
         QCOMPARE(sampled(true), alone);
     }
 
-    // --dtype is read before the weights: an unknown name lists the known ones; on a CPU without
-    // the instructions a type needs, the refusal says which (ops::cpu_matmul_available).
+    // --dtype is read before the weights: an unknown name lists the known ones; float16 on the CPU
+    // is refused with the reason.
     void unknown_dtype_is_a_clear_error() {
         const Variant v = load_variant(lorascope::test::model_variants().front());
         EngineOptions options;

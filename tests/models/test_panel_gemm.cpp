@@ -1,7 +1,7 @@
 // Our panel kernels (ops/panel_gemm.h), every instruction-set build this process may run, on one
 // packed weight each: against ATen references computed independently (int8: the integer products of
 // the quantized operands, rescaled; bfloat16: float32 activations times bfloat16-rounded weights, in
-// double; 4-bit: the quantized activations times the weights as packed, and the 4-bit quantization
+// double; float32: the operands in double; 4-bit: the quantized activations times the weights as packed, and the 4-bit quantization
 // itself against GGUF's Q4_0 rule), and every kernel bit-identical to the portable one. The CTest
 // variants under LORASCOPE_CPU_ISA (CMakeLists.txt) check that the cap hides the kernels above it.
 #include <QtTest>
@@ -28,9 +28,17 @@ using test::rows_close;
 namespace {
 
 const Kernel kKernels[] = {Kernel::Scalar, Kernel::Avx2, Kernel::AvxVnni, Kernel::Avx512, Kernel::Avx512Vnni};
-const Format kFormats[] = {Format::Int8, Format::Bf16, Format::Int4};
+const Format kFormats[] = {Format::Int8, Format::Bf16, Format::Int4, Format::F32};
 
-const char* format_name(Format f) { return f == Format::Int8 ? "int8" : f == Format::Bf16 ? "bfloat16" : "int4"; }
+const char* format_name(Format f) {
+    switch (f) {
+        case Format::Int8: return "int8";
+        case Format::Bf16: return "bfloat16";
+        case Format::Int4: return "int4";
+        case Format::F32: break;
+    }
+    return "float32";
+}
 
 struct Packed {
     Layout layout;
@@ -84,6 +92,7 @@ at::Tensor run(const Packed& p, Kernel kernel, const at::Tensor& x) {
 at::Tensor reference(Format format, const Packed& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
     const at::Tensor bd = b.to(at::kDouble);
     if (format == Format::Bf16) return at::linear(x.to(at::kDouble), w.to(at::kBFloat16).to(at::kDouble), bd);
+    if (format == Format::F32) return at::linear(x.to(at::kDouble), w.to(at::kDouble), bd);
     at::Tensor wd;
     if (format == Format::Int8) {
         auto [qw, sw] = test::quantize_ref(w);

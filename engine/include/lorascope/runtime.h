@@ -12,7 +12,7 @@ struct RuntimeInfo {
     bool cuda_available = false;
     int cuda_device_count = 0;
     std::string parallel_info;  // ATen's own report (OpenMP, MKL/BLAS)
-    std::string cpu_gemm;       // what CPU float32 linears multiply with: "onednn-packed", "onednn" or "aten"
+    std::string cpu_gemm;       // what CPU float32 linears multiply with: "onednn-packed", "panel-packed" (our kernels), "onednn" or "aten"
     std::string cpu_isa;        // the instruction sets our kernels use, whether forced (LORASCOPE_CPU_ISA), the CPU's
 };
 

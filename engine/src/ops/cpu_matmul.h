@@ -1,10 +1,12 @@
 // y = x W^T (+ b) on the CPU with the weight packed once, at load, in float32, bfloat16, int8 or
 // 4-bit, through one of two backends (ops/matmul_backend.h), chosen per kind from the instruction
 // sets in effect (ops/cpu_isa.h):
-//   - oneDNN's matmul over its own packed layout: float32 always; int8 where the CPU has AVX-512
-//     VNNI; bfloat16 (weights and activations rounded to bfloat16) where it has AVX-512 BF16;
-//   - our panel kernels (ops/panel_gemm.h) otherwise: int8 on AVX-VNNI, AVX2 or any CPU, bfloat16
-//     weights times float32 activations (summed in float32), and 4-bit weights (oneDNN has none).
+//   - oneDNN's matmul over its own packed layout: int8 where the CPU has AVX-512 VNNI; bfloat16
+//     (weights and activations rounded to bfloat16) where it has AVX-512 BF16;
+//   - our panel kernels (ops/panel_gemm.h) otherwise: float32 (as fast as oneDNN's, and on our
+//     pool, whose results do not depend on the thread count), int8 on AVX-VNNI, AVX2 or any CPU,
+//     bfloat16 weights times float32 activations (summed in float32), and 4-bit weights (oneDNN
+//     has none). Every kind runs on every CPU.
 // LORASCOPE_CPU_MATMUL=onednn|panel overrides the choice where both can (A/B measurements).
 //
 // int8 follows CTranslate2's scheme: weights quantized symmetrically per output channel, the
@@ -28,10 +30,6 @@ namespace lorascope::ops {
 // rounding: the value of largest magnitude maps to -8); activations as for int8.
 enum class MatmulKind { Float32, Bfloat16, Int8, Int4 };
 const char* matmul_kind_name(MatmulKind kind);  // "float32", "bfloat16", "int8", "int4"
-
-// True when this build can pack weights for `kind` on this CPU; otherwise `why` says what is missing
-// (float32 needs oneDNN) in words a user can act on.
-bool cpu_matmul_available(MatmulKind kind, std::string* why = nullptr);
 
 // True when products of `kind` run on our panel kernels, on ops/thread_pool.h's threads; false
 // when they run on oneDNN, in ATen's OpenMP team.

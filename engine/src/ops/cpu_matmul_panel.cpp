@@ -1,5 +1,5 @@
-// CpuMatmul's panel backend: our own kernels (ops/panel_gemm.h) for int8, bfloat16 and 4-bit
-// weights, split over the pool's threads (ops/thread_pool.h) a range of panels at a time.
+// CpuMatmul's panel backend: our own kernels (ops/panel_gemm.h) for float32, int8, bfloat16 and
+// 4-bit weights, split over the pool's threads (ops/thread_pool.h) a range of panels at a time.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -20,8 +20,10 @@ panel::Format format_of(MatmulKind kind) {
         case MatmulKind::Int4: return panel::Format::Int4;
         case MatmulKind::Float32: break;
     }
-    TORCH_CHECK(false, "the panel kernels have no float32 weights");
+    return panel::Format::F32;
 }
+
+bool quantized(panel::Format format) { return format == panel::Format::Int8 || format == panel::Format::Int4; }
 
 float* data(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
 
@@ -33,7 +35,7 @@ public:
         const int64_t padded = layout_.panels * panel::kCols;  // vector loads of the last panel's columns
         packed_ = at::zeros({layout_.bytes()}, at::kByte);
         if (layout_.format == panel::Format::Int8) scale_ = at::zeros({padded}, at::kFloat);
-        if (layout_.format != panel::Format::Bf16) offset_ = at::zeros({padded}, at::kFloat);
+        if (quantized(layout_.format)) offset_ = at::zeros({padded}, at::kFloat);
         if (bias.defined()) {
             bias_ = at::zeros({padded}, at::kFloat);
             bias_.narrow(0, 0, layout_.N).copy_(bias.to(at::kFloat));
@@ -87,7 +89,7 @@ void PanelMatmul::forward(const float* x, int64_t M, float* y) const {
     pr.y = y;
     pr.ldy = layout_.N;
     thread_local Scratch s;
-    if (layout_.format != panel::Format::Bf16) {
+    if (quantized(layout_.format)) {
         s.q.assign(static_cast<size_t>(M * ld), 0);  // zero past K: the padding inputs
         s.scale.resize(static_cast<size_t>(M));
         s.min.resize(static_cast<size_t>(M));

@@ -74,6 +74,14 @@ void pack_bf16(const Layout& l, const float* w, int64_t ldw, int64_t n0, int64_t
     }
 }
 
+void pack_f32(const Layout& l, const float* w, int64_t ldw, int64_t n0, int64_t count, uint8_t* packed) {
+    for (int64_t j = 0; j < count; ++j) {
+        const int64_t n = n0 + j, c = n % kCols;
+        uint8_t* panel = packed + n / kCols * l.panel_bytes;
+        for (int64_t k = 0; k < l.K; ++k) std::memcpy(panel + k * 64 + c * 4, w + j * ldw + k, 4);
+    }
+}
+
 // One column's group, symmetric in [-8, 7] (GGUF's Q4_0 puts the value of largest magnitude at -8).
 // The scale is searched, as llama.cpp's k-quants do: for each of a few candidates around Q4_0's,
 // quantize, refit the scale by least squares, round it to float16, and keep the smallest squared
@@ -164,6 +172,17 @@ void bf16_scalar(const Product& pr, const uint8_t* panel, int64_t c, int64_t i, 
     pr.y[i * pr.ldy + n] = pr.bias ? acc + pr.bias[n] : acc;
 }
 
+void f32_scalar(const Product& pr, const uint8_t* panel, int64_t c, int64_t i, int64_t n) {
+    const float* x = pr.x + i * pr.ldx;
+    float acc = 0.0f;
+    for (int64_t k = 0; k < pr.layout->K; ++k) {
+        float wk;
+        std::memcpy(&wk, panel + k * 64 + c * 4, sizeof wk);
+        acc = std::fma(x[k], wk, acc);
+    }
+    pr.y[i * pr.ldy + n] = pr.bias ? acc + pr.bias[n] : acc;
+}
+
 void int4_scalar(const Product& pr, const uint8_t* panel, int64_t c, int64_t i, int64_t n) {
     const uint8_t* x = pr.xq.q + i * pr.xq.ld;
     float f = 0.0f;
@@ -184,7 +203,10 @@ void int4_scalar(const Product& pr, const uint8_t* panel, int64_t c, int64_t i, 
 
 void multiply_scalar(const Product& pr, int64_t p0, int64_t p1) {
     const Layout& l = *pr.layout;
-    auto* one = l.format == Format::Int8 ? int8_scalar : l.format == Format::Bf16 ? bf16_scalar : int4_scalar;
+    auto* one = l.format == Format::Int8   ? int8_scalar
+                : l.format == Format::Bf16 ? bf16_scalar
+                : l.format == Format::F32  ? f32_scalar
+                                           : int4_scalar;
     for (int64_t p = p0; p < p1; ++p)
         for (int64_t i = 0; i < pr.M; ++i)
             for (int64_t n = p * kCols; n < std::min(l.N, (p + 1) * kCols); ++n)
@@ -192,9 +214,9 @@ void multiply_scalar(const Product& pr, int64_t p0, int64_t p1) {
 }
 
 // The kernel that runs `kernel`'s work for `format` (int8 and 4-bit have no AVX-512 kernel without
-// VNNI: the AVX2 one runs there; bfloat16 has no VNNI kernels).
+// VNNI: the AVX2 one runs there; bfloat16 and float32 have no VNNI kernels).
 Kernel implementation(Format format, Kernel kernel) {
-    if (format == Format::Bf16) {
+    if (format == Format::Bf16 || format == Format::F32) {
         if (kernel == Kernel::AvxVnni) return Kernel::Avx2;
         if (kernel == Kernel::Avx512Vnni) return Kernel::Avx512;
     } else if (kernel == Kernel::Avx512) {
@@ -265,6 +287,10 @@ Layout make_layout(Format format, int64_t K, int64_t N) {
             l.k_padded = round_up(K, kGroup);
             l.panel_bytes = l.k_padded / kGroup * kInt4BlockBytes;
             break;
+        case Format::F32:
+            l.k_padded = K;
+            l.panel_bytes = K * 64;
+            break;
     }
     return l;
 }
@@ -275,6 +301,7 @@ void pack_rows(const Layout& layout, const float* w, int64_t ldw, int64_t n0, in
         case Format::Int8: return pack_int8(layout, w, ldw, n0, count, packed, columns);
         case Format::Bf16: return pack_bf16(layout, w, ldw, n0, count, packed);
         case Format::Int4: return pack_int4(layout, w, ldw, n0, count, packed, columns);
+        case Format::F32: return pack_f32(layout, w, ldw, n0, count, packed);
     }
 }
 
@@ -284,6 +311,8 @@ void unpack_row(const Layout& l, const uint8_t* packed, const float* column_scal
     for (int64_t k = 0; k < l.K; ++k) {
         if (l.format == Format::Int8) {
             out[k] = static_cast<float>(static_cast<int8_t>(panel[k / 4 * 64 + step_byte(c, k)])) * column_scale[n];
+        } else if (l.format == Format::F32) {
+            std::memcpy(out + k, panel + k * 64 + c * 4, sizeof(float));
         } else if (l.format == Format::Bf16) {
             uint16_t h;
             std::memcpy(&h, panel + k / 2 * 64 + c * 4 + (k & 1) * 2, 2);

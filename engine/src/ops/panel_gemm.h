@@ -1,10 +1,11 @@
-// Our own CPU products over weights packed in panels: int8 (per output channel), bfloat16 and 4-bit
-// (groups of 32 inputs with a float16 scale), y = x W^T + b with float32 x and y, for CPUs where
-// oneDNN has no fast kernel (no VNNI for int8, no AVX-512 BF16 for bfloat16; oneDNN has no 4-bit
-// at all) and for batch-1 decoding, where a product is one pass over the weights.
+// Our own CPU products over weights packed in panels: float32, int8 (per output channel), bfloat16
+// and 4-bit (groups of 32 inputs with a float16 scale), y = x W^T + b with float32 x and y, for CPUs
+// where oneDNN has no fast kernel (no VNNI for int8, no AVX-512 BF16 for bfloat16; oneDNN has no
+// 4-bit at all), for batch-1 decoding, where a product is one pass over the weights, and for
+// products whose results must not depend on the thread count (float32: ops/cpu_matmul.h).
 //
 // Layout: output columns in panels of 16; within a panel the inputs in steps (int8: 4 inputs,
-// bfloat16: 2, 4-bit: 4 inputs of a 32-input group), each step all 16 columns. A kernel loads a
+// bfloat16: 2, 4-bit: 4 inputs of a 32-input group, float32: 1), each step all 16 columns. A kernel loads a
 // step's weights for 16 columns with one or two vector loads and multiplies them by one broadcast
 // activation per row: no horizontal sums, the 16 outputs land in vector lanes, and a panel is one
 // contiguous stream (what a batch-1 product is bound by). The layout is the same for every
@@ -12,7 +13,7 @@
 //
 // Every kernel computes the same sums in the same order, so the results are bit-identical across
 // instruction sets (int8 and 4-bit: exact int32 sums, the float epilogue in one fixed order;
-// bfloat16: one chain of fused multiply-adds per output over the inputs in order).
+// bfloat16 and float32: one chain of fused multiply-adds per output over the inputs in order).
 //
 // Torch-free and free of x86 intrinsics in this header: it compiles on arm64 (scalar kernels).
 #pragma once
@@ -24,7 +25,7 @@ namespace lorascope::ops::panel {
 constexpr int64_t kCols = 16;   // output columns per panel
 constexpr int64_t kGroup = 32;  // 4-bit: inputs per scale
 
-enum class Format { Int8, Bf16, Int4 };
+enum class Format { Int8, Bf16, Int4, F32 };
 
 // The kernels, by instruction set. Int8/Int4 without VNNI use the AVX2 kernel on AVX-512 CPUs too.
 enum class Kernel { Scalar, Avx2, AvxVnni, Avx512, Avx512Vnni };
@@ -36,7 +37,7 @@ bool kernel_available(Format format, Kernel kernel);
 struct Layout {
     Format format = Format::Int8;
     int64_t K = 0, N = 0;
-    int64_t k_padded = 0;     // K rounded up to whole steps (int8: 4, bfloat16: 2, 4-bit: 32)
+    int64_t k_padded = 0;     // K rounded up to whole steps (int8: 4, bfloat16: 2, 4-bit: 32, float32: 1)
     int64_t panels = 0;       // ceil(N / 16)
     int64_t panel_bytes = 0;  // one panel, its per-column data included
     int64_t bytes() const { return panels * panel_bytes; }
@@ -46,7 +47,7 @@ Layout make_layout(Format format, int64_t K, int64_t N);
 // Float data per output column kept beside the panels (each [N], float32):
 //   int8: scale (of the symmetric int8 row) and offset = scale * sum_k q[n, k]
 //   4-bit: offset = sum over groups of scale_g * sum_{k in g} q[n, k]; scale unused
-//   bfloat16: neither
+//   bfloat16, float32: neither
 struct Columns {
     float* scale = nullptr;
     float* offset = nullptr;
@@ -77,7 +78,7 @@ bool kernel_wants_planes(Format format, Kernel kernel);
 void prepare_int8_planes(const uint8_t* q, int64_t count, uint8_t* centred, uint8_t* magnitude);
 
 // The product for the columns of panels [p0, p1) and all M rows: y[i, n] for n in those panels
-// (below N), rows of y `ldy` floats apart. bfloat16 reads x (rows `ldx` floats apart, K used);
+// (below N), rows of y `ldy` floats apart. bfloat16 and float32 read x (rows `ldx` floats apart, K used);
 // int8 and 4-bit read xq. bias: [N] or null. Panels are independent: callers split them over threads.
 struct Product {
     const Layout* layout = nullptr;

@@ -1,5 +1,6 @@
 // The x86 kernels of ops/panel_gemm.h: panel_gemm_simd.inc compiled for AVX2 (every format),
-// AVX-VNNI and AVX-512 VNNI (int8, 4-bit) and AVX-512 (bfloat16). Empty on other architectures.
+// AVX-VNNI and AVX-512 VNNI (int8, 4-bit) and AVX-512 (bfloat16, float32). Empty on other
+// architectures.
 //
 // int8 without VNNI: vpmaddubsw multiplies u8 by s8 and sums pairs in int16, which saturates for
 // activation bytes up to 255. Measured on this project's Xeon (AVX2 forced, one thread, [32, 1024] x
@@ -39,6 +40,7 @@ namespace avx2 {
 #define PG_TILE_I8 4, 1
 #define PG_TILE_I4 4, 1
 #define PG_TILE_BF16 4, 1
+#define PG_TILE_F32 6, 1
 #include "ops/panel_gemm_simd_256.inc"
 #define PG_MADDUBS(x, w) _mm256_maddubs_epi16((x), (w))
 #define PG_MADD1(v) _mm256_madd_epi16((v), _mm256_set1_epi16(1))
@@ -61,6 +63,7 @@ namespace avx_vnni {
 #define PG_TILE_I8 6, 1
 #define PG_TILE_I4 4, 1
 #define PG_TILE_BF16 4, 1
+#define PG_TILE_F32 6, 1
 #include "ops/panel_gemm_simd_256.inc"
 #define PG_DPBUSD(acc, x, w) _mm256_dpbusd_avx_epi32((acc), (x), (w))
 #define PG_Q4_STEP(acc, x, w) PG_DPBUSD(acc, x, w)
@@ -81,6 +84,7 @@ namespace avx512 {
 #define PG_TILE_I8 6, 4
 #define PG_TILE_I4 4, 2
 #define PG_TILE_BF16 4, 4
+#define PG_TILE_F32 6, 4
 #include "ops/panel_gemm_simd_512.inc"
 #include "ops/panel_gemm_simd.inc"
 }  // namespace avx512
@@ -97,6 +101,7 @@ namespace avx512_vnni {
 #define PG_TILE_I8 6, 4
 #define PG_TILE_I4 4, 2
 #define PG_TILE_BF16 4, 4
+#define PG_TILE_F32 6, 4
 #include "ops/panel_gemm_simd_512.inc"
 #define PG_DPBUSD(acc, x, w) _mm512_dpbusd_epi32((acc), (x), (w))
 #define PG_Q4_STEP(acc, x, w) PG_DPBUSD(acc, x, w)

@@ -22,15 +22,10 @@ struct ProductChoice {
 };
 
 ProductChoice parse_compute(const std::string& name, const at::Device& device) {
-    auto packed = [&](ops::MatmulKind kind) {
-        std::string why;
-        if (!ops::cpu_matmul_available(kind, &why))
-            throw Error(ErrorKind::Unsupported, "dtype '" + name + "' on the CPU: " + why);
-        return ProductChoice{at::kFloat, kind};
-    };
+    auto packed = [](ops::MatmulKind kind) { return ProductChoice{at::kFloat, kind}; };
     const bool cpu = device.is_cpu();
     if (name == "float32" || name == "fp32") {
-        if (!cpu || ops::cpu_packing_disabled() || !ops::cpu_matmul_available(ops::MatmulKind::Float32)) return {at::kFloat, std::nullopt};
+        if (!cpu || ops::cpu_packing_disabled()) return {at::kFloat, std::nullopt};
         return packed(ops::MatmulKind::Float32);
     }
     if (name == "float16" || name == "fp16") {

@@ -31,8 +31,10 @@ RuntimeInfo runtime_info() {
     info.cuda_device_count = info.cuda_available ? at::detail::getCUDAHooks().getNumGPUs() : 0;
     info.parallel_info = at::get_parallel_info();
     info.cpu_isa = ops::cpu_isa_description();
-    info.cpu_gemm = !ops::cpu_packing_disabled() && ops::cpu_matmul_available(ops::MatmulKind::Float32) ? "onednn-packed"
-                                                                                     : ops::cpu_gemm_backend();
+    if (ops::cpu_packing_disabled())
+        info.cpu_gemm = ops::cpu_gemm_backend();
+    else
+        info.cpu_gemm = ops::cpu_matmul_runs_on_pool(ops::MatmulKind::Float32) ? "panel-packed" : "onednn-packed";
     return info;
 }
 
@@ -42,16 +44,10 @@ std::vector<ComputeType> cpu_compute_types() {
                                  ops::MatmulKind::Int4}) {
         ComputeType t;
         t.name = ops::matmul_kind_name(kind);
-        std::string why;
-        t.available = ops::cpu_matmul_available(kind, &why);
+        t.available = true;  // our panel kernels run every kind on any CPU
         t.kv_cache = runtime::auto_cpu_cache_dtype(kind) == at::kBFloat16 ? "bfloat16" : "float32";
-        t.detail = t.available ? ops::cpu_matmul_description(kind) +
-                                     (kind == ops::MatmulKind::Float32 ? "" : ", a " + t.kv_cache + " KV cache; the rest in float32")
-                               : why;
-        if (kind == ops::MatmulKind::Float32 && !t.available) {
-            t.available = true;  // float32 always runs, unpacked
-            t.detail = "float32 through ATen (" + why + ")";
-        }
+        t.detail = ops::cpu_matmul_description(kind) +
+                   (kind == ops::MatmulKind::Float32 ? "" : ", a " + t.kv_cache + " KV cache; the rest in float32");
         out.push_back(std::move(t));
     }
     return out;
