@@ -5,15 +5,15 @@
 // BART's sampled logprobs on 1 and 2 threads: -0.6644451 and -0.66444474), and a seeded request's
 // tokens must not depend on how busy the machine is. ATen's count stays as set at the start.
 //
-// Where the linears run on our panel kernels (int8, 4-bit and bfloat16 without VNNI / AVX-512
-// BF16: ops/cpu_matmul.h), ATen's own operators get one thread and our pool gets them all.
-// Where they run on oneDNN, in ATen's team, our kernels run there too (ops::set_parallel_delegate)
-// and the count does not adapt. Both
-// runtimes otherwise keep a thread per core, and libgomp's idle workers spin for ~300k rounds after
-// each of ATen's regions, on the cores our pool's workers need: on the 2-core Zen 3 (AVX2), W1 in
-// int8 ran at 490 tokens/s on two threads and 496 on one (180% CPU), 660-760 with ATen on one
-// thread (or with OMP_WAIT_POLICY=passive, which only works when set before the process starts);
-// W2 230-252 -> 325-343, W3 102-104 -> 119-122 (docs/benchmarks.md, issue 28).
+// One runtime holds the cores at a time. Where the linears run on our panel kernels (float32;
+// int8, 4-bit and bfloat16 without VNNI / AVX-512 BF16: ops/cpu_matmul.h), ATen's own operators get
+// one thread and our pool gets them all; where they run on oneDNN, in ATen's team, our kernels'
+// loops run there too (ops::set_parallel_delegate) and the count does not adapt. Two runtimes with
+// a thread per core each spin on the cores the other needs (libgomp's idle workers ~300k rounds
+// after each of ATen's regions): on the 2-core Zen 3 (AVX2), W1 in int8 ran at 490 tokens/s on two
+// threads and 496 on one (180% CPU), 660-760 with ATen on one thread; W2 230-252 -> 325-343, W3
+// 102-104 -> 119-122. On the 2-core Zen 4 (AVX-512 VNNI), W1 in int8 on oneDNN ran at 0.76x of
+// the build before the pool until the pool's loops joined ATen's team (docs/benchmarks.md, issue 28).
 #pragma once
 
 #include <optional>
