@@ -1,8 +1,8 @@
 // Our panel kernels (ops/panel_gemm.h), every instruction-set build this process may run, on one
 // packed weight each: against ATen references computed independently (int8: the integer products of
 // the quantized operands, rescaled; bfloat16: float32 activations times bfloat16-rounded weights, in
-// double; float32: the operands in double; 4-bit: the quantized activations times the weights as packed, and the 4-bit quantization
-// itself against GGUF's Q4_0 rule), and every kernel bit-identical to the portable one. The CTest
+// double; float32: the operands in double; 4-bit: the quantized activations times the weights as
+// packed, and the 4-bit quantization itself against GGUF's Q4_0 rule), and every kernel bit-identical to the portable one. The CTest
 // variants under LORASCOPE_CPU_ISA (CMakeLists.txt) check that the cap hides the kernels above it.
 #include <QtTest>
 

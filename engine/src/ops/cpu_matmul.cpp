@@ -40,16 +40,6 @@ Backend backend_for(MatmulKind kind) {
     return f.avx512_bf16 ? Backend::Onednn : Backend::Panel;
 }
 
-panel::Format panel_format(MatmulKind kind) {
-    switch (kind) {
-        case MatmulKind::Int8: return panel::Format::Int8;
-        case MatmulKind::Int4: return panel::Format::Int4;
-        case MatmulKind::Bfloat16: return panel::Format::Bf16;
-        case MatmulKind::Float32: break;
-    }
-    return panel::Format::F32;
-}
-
 }  // namespace
 
 bool cpu_matmul_runs_on_pool(MatmulKind kind) { return backend_for(kind) == Backend::Panel; }

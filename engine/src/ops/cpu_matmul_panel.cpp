@@ -11,9 +11,7 @@
 
 namespace lorascope::ops {
 
-namespace {
-
-panel::Format format_of(MatmulKind kind) {
+panel::Format panel_format(MatmulKind kind) {
     switch (kind) {
         case MatmulKind::Int8: return panel::Format::Int8;
         case MatmulKind::Bfloat16: return panel::Format::Bf16;
@@ -23,6 +21,8 @@ panel::Format format_of(MatmulKind kind) {
     return panel::Format::F32;
 }
 
+namespace {
+
 bool quantized(panel::Format format) { return format == panel::Format::Int8 || format == panel::Format::Int4; }
 
 float* data(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
@@ -30,7 +30,7 @@ float* data(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nu
 class PanelMatmul : public MatmulBackend {
 public:
     PanelMatmul(const at::Tensor& weight, const at::Tensor& bias, MatmulKind kind, const CpuMatmul::RowsRead& rows_read)
-        : layout_(panel::make_layout(format_of(kind), weight.size(1), weight.size(0))),
+        : layout_(panel::make_layout(panel_format(kind), weight.size(1), weight.size(0))),
           kernel_(panel::best_kernel(layout_.format)) {
         const int64_t padded = layout_.panels * panel::kCols;  // vector loads of the last panel's columns
         packed_ = at::zeros({layout_.bytes()}, at::kByte);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ops/cpu_matmul.h"
+#include "ops/panel_gemm.h"
 
 namespace lorascope::ops {
 
@@ -28,6 +29,9 @@ std::unique_ptr<MatmulBackend> make_onednn_matmul(const at::Tensor& weight, cons
                                                   const CpuMatmul::RowsRead& rows_read);
 std::unique_ptr<MatmulBackend> make_panel_matmul(const at::Tensor& weight, const at::Tensor& bias, MatmulKind kind,
                                                  const CpuMatmul::RowsRead& rows_read);
+
+// The panel format that holds weights of `kind` (cpu_matmul_panel.cpp).
+panel::Format panel_format(MatmulKind kind);
 
 // Rows of the weight per packing block: a multiple of every column blocking of oneDNN (16, 32, 64)
 // and of the panels (16), so that each block lands in whole blocks of the packed layout.
