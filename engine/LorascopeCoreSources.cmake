@@ -13,6 +13,6 @@ endforeach()
 # Our CPU kernels that include neither torch nor x86-only headers unguarded: with the core, what
 # scripts/check-arm64 (CTest test_arm64_compile) cross-compiles for arm64.
 set(LORASCOPE_PORTABLE_KERNEL_SOURCES)
-foreach(_lorascope_kernel ops/cpu_isa ops/thread_pool ops/quantize ops/panel_gemm ops/panel_gemm_x86 adapters/lora_kernels)
+foreach(_lorascope_kernel ops/cpu_isa ops/thread_pool ops/quantize ops/panel_gemm ops/panel_gemm_x86 ops/row_argmax adapters/lora_kernels)
   list(APPEND LORASCOPE_PORTABLE_KERNEL_SOURCES ${CMAKE_CURRENT_LIST_DIR}/src/${_lorascope_kernel}.cpp)
 endforeach()

@@ -1,9 +1,11 @@
 // The CPU kernels the decode step runs instead of ATen's generic paths: oneDNN's sgemm for the
-// linears and the single-query attention with per-row valid lengths. Each is checked against the
-// ATen computation it replaces, on shapes and strides the models produce.
+// linears, the single-query attention with per-row valid lengths, the greedy argmax, the KV cache's
+// writes, and ATen's own operators split over our pool. Each is checked against the ATen
+// computation it replaces, on shapes and strides the models produce.
 #include <QtTest>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
 #include <limits>
@@ -12,7 +14,11 @@
 #include "models/attention.h"
 #include "ops/cpu_gemm.h"
 #include "models/layers.h"
+#include "models/kv_pool.h"
+#include "ops/aten_on_pool.h"
+#include "ops/row_argmax.h"
 #include "ops/single_query_attention.h"
+#include "ops/thread_pool.h"
 
 using namespace lorascope;
 
@@ -193,6 +199,87 @@ private Q_SLOTS:
             const at::Tensor expected = x * at::rsqrt(x.pow(2).mean(-1, true) + eps) * w;
             QVERIFY(close(norm.forward(x), expected, 1e-5, 1e-5));
         }
+    }
+
+    // torch.argmax(-1): the first maximal index on ties, the first NaN where a row has one.
+    void argmax_rows_matches_torch_argmax() {
+        c10::InferenceMode guard;
+        const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+        at::Tensor x = at::randint(0, 7, {40, 50265}).to(at::kFloat);  // few values: many ties
+        x[1].fill_(-inf);
+        x[2][300] = nan;
+        x[2][9] = nan;
+        x[3][0] = nan;
+        x[4][50264] = 7.0f;
+        x[5].fill_(3.0f);
+        const at::Tensor expected = x.argmax(-1);
+        for (int threads : {1, 2, 3}) {
+            ops::set_pool_threads(threads);
+            std::vector<int64_t> got(40);
+            ops::argmax_rows(x.data_ptr<float>(), 40, 50265, 50265, got.data());
+            for (int64_t i = 0; i < 40; ++i) QCOMPARE(got[static_cast<size_t>(i)], expected[i].item<int64_t>());
+            std::vector<int64_t> one(1);  // a strided block of one column
+            ops::argmax_rows(x.data_ptr<float>() + 7, 1, 1, 50265, one.data());
+            QCOMPARE(one[0], int64_t{0});
+        }
+        ops::set_pool_threads(2);
+    }
+
+    // Keys and values reach the cache from the strided views the layers make of their fused
+    // projection, exactly (float32) or rounded to nearest even (bfloat16), padding tokens skipped.
+    void kv_writes_from_strided_views() {
+        c10::InferenceMode guard;
+        const int64_t B = 2, T = 21, H = 3, D = 8;
+        for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+            auto pool = std::make_shared<models::KvPool>(models::CacheShape{1, H, D}, 8, at::TensorOptions().dtype(dtype),
+                                                         false, at::kFloat);
+            models::DecodeState state(pool);
+            state.add_row();
+            state.add_row();
+            const std::vector<int64_t> added = {T, 13};
+            const models::PagedStep step = state.begin_forward(added, T);
+            const at::Tensor fused = at::randn({B, T, H, 3, D}) * 100;
+            const at::Tensor k = fused.select(3, 1).transpose(1, 2), v = fused.select(3, 2).transpose(1, 2);
+            QVERIFY(!k.is_contiguous());
+            step.write(0, k, v);
+            state.advance(added);
+            const auto [keys, values] = state.begin_forward({0, 0}, 1).gather_self(0);
+            const at::Tensor want_k = k.to(dtype).to(at::kFloat), want_v = v.to(dtype).to(at::kFloat);
+            QVERIFY(at::equal(keys[0].narrow(1, 0, T), want_k[0]));
+            QVERIFY(at::equal(values[0].narrow(1, 0, T), want_v[0]));
+            QVERIFY(at::equal(keys[1].narrow(1, 0, 13), want_k[1].narrow(1, 0, 13)));
+            QVERIFY(at::equal(values[1].narrow(1, 0, 13), want_v[1].narrow(1, 0, 13)));
+        }
+    }
+
+    // ATen's operators in fixed chunks on our pool give what one ATen call on one thread gives, bit
+    // for bit, whatever the pool's thread count, tails that are not whole vectors included.
+    void aten_on_pool_equals_one_call() {
+        c10::InferenceMode guard;
+        at::set_num_threads(1);  // the reference: one call, one thread
+        const at::Tensor w = at::rand({1000}) + 0.5, b = at::randn({1000});
+        for (int64_t n : {int64_t{65536}, int64_t{65536 * 3 + 5}, int64_t{100000 + 63}}) {
+            const at::Tensor x = at::randn({n}) * 4, y = at::randn({n});
+            QVERIFY(ops::worth_sharing(x));
+            for (int threads : {1, 2, 3}) {
+                ops::set_pool_threads(threads);
+                QVERIFY(at::equal(models::activate(models::Activation::GeluTanh, x), at::gelu(x, "tanh")));
+                QVERIFY(at::equal(models::activate(models::Activation::GeluErf, x), at::gelu(x)));
+                QVERIFY(at::equal(models::activate(models::Activation::Silu, x), at::silu(x)));
+                QVERIFY(at::equal(models::activate(models::Activation::Relu, x), at::relu(x)));
+                QVERIFY(at::equal(ops::add_on_pool(x, y), x + y));
+            }
+        }
+        for (int64_t rows : {int64_t{70}, int64_t{333}}) {
+            const at::Tensor x = at::randn({rows, 1, 1000}) * 3 + 1;
+            const models::Norm norm(models::Norm::Kind::Layer, w, b, 1e-5);
+            const at::Tensor expected = at::layer_norm(x, {1000}, w, b, 1e-5);
+            for (int threads : {1, 2, 3}) {
+                ops::set_pool_threads(threads);
+                QVERIFY(at::equal(norm.forward(x), expected));
+            }
+        }
+        set_compute_threads(2);
     }
 
     void single_query_attention_checks_lengths() {

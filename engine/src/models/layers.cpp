@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "lorascope/error.h"
+#include "ops/aten_on_pool.h"
 #include "ops/cpu_isa.h"
 #include "ops/dot.h"
 #include "ops/thread_pool.h"
@@ -62,7 +63,10 @@ at::Tensor rms_norm_cpu(const at::Tensor& x, const at::Tensor& weight, double ep
 }  // namespace
 
 at::Tensor Norm::forward(const at::Tensor& x) const {
-    if (kind_ == Kind::Layer) return at::layer_norm(x, {weight_.size(0)}, weight_, bias_, eps_);
+    if (kind_ == Kind::Layer) {
+        if (ops::worth_sharing(x) && weight_.scalar_type() == at::kFloat) return ops::layer_norm_on_pool(x, weight_, bias_, eps_);
+        return at::layer_norm(x, {weight_.size(0)}, weight_, bias_, eps_);
+    }
     if (rms_norm_cpu_applies(x, weight_)) return rms_norm_cpu(x, weight_, eps_);
     // As T5LayerNorm: the mean square in fp32 whatever the activations' dtype, then the weight.
     at::Tensor variance = x.to(at::kFloat).pow(2).mean(-1, /*keepdim=*/true);
@@ -81,6 +85,18 @@ Activation parse_activation(const std::string& name, const std::string& where) {
 }
 
 at::Tensor activate(Activation act, const at::Tensor& x) {
+    if (ops::worth_sharing(x)) {  // the same ATen kernels, on our pool's threads (ops/aten_on_pool.h)
+        switch (act) {
+            case Activation::Relu:  // at::relu is clamp_min(x, 0)
+                return ops::map_elements(x, [](at::Tensor& o, const at::Tensor& i) { at::clamp_min_out(o, i, 0); });
+            case Activation::GeluTanh:
+                return ops::map_elements(x, [](at::Tensor& o, const at::Tensor& i) { at::gelu_out(o, i, "tanh"); });
+            case Activation::GeluErf:
+                return ops::map_elements(x, [](at::Tensor& o, const at::Tensor& i) { at::gelu_out(o, i); });
+            case Activation::Silu:
+                return ops::map_elements(x, [](at::Tensor& o, const at::Tensor& i) { at::silu_out(o, i); });
+        }
+    }
     switch (act) {
         case Activation::Relu: return at::relu(x);
         case Activation::GeluTanh: return at::gelu(x, "tanh");

@@ -1,20 +1,27 @@
 #include "models/transformer_block.h"
 
 #include "models/kv_pool.h"
+#include "ops/aten_on_pool.h"
 
 namespace lorascope::models {
 
 namespace {
 
+// a + b, on our pool's threads where worth it (ops/aten_on_pool.h).
+at::Tensor sum(const at::Tensor& a, const at::Tensor& b) {
+    if (ops::worth_sharing(a) && ops::worth_sharing(b) && a.sizes() == b.sizes()) return ops::add_on_pool(a, b);
+    return a + b;
+}
+
 template <typename Sublayer>
 at::Tensor residual(NormPlacement placement, const Norm& norm, const at::Tensor& x, Sublayer&& f) {
     switch (placement) {
-        case NormPlacement::Pre: return x + f(norm.forward(x));
+        case NormPlacement::Pre: return sum(x, f(norm.forward(x)));
         case NormPlacement::PreResidualFromNorm: {
             at::Tensor normed = norm.forward(x);
-            return normed + f(normed);
+            return sum(normed, f(normed));
         }
-        case NormPlacement::Post: return norm.forward(x + f(x));
+        case NormPlacement::Post: return norm.forward(sum(x, f(x)));
     }
     return x;
 }

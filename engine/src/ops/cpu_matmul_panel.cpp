@@ -90,9 +90,13 @@ void PanelMatmul::forward(const float* x, int64_t M, float* y) const {
     pr.ldy = layout_.N;
     thread_local Scratch s;
     if (quantized(layout_.format)) {
-        s.q.assign(static_cast<size_t>(M * ld), 0);  // zero past K: the padding inputs
+        // Only the padding inputs past K need zeros (quantize_rows_u8 writes the rest): zeroing
+        // the whole buffer was a serial memset of M x K bytes per product, 0.15 s of W2's 3.6 s.
+        s.q.resize(static_cast<size_t>(M * ld));
         s.scale.resize(static_cast<size_t>(M));
         s.min.resize(static_cast<size_t>(M));
+        if (ld > K)
+            for (int64_t i = 0; i < M; ++i) std::memset(s.q.data() + i * ld + K, 0, static_cast<size_t>(ld - K));
         quantize_rows_u8(x, M, K, K, s.q.data(), s.scale.data(), s.min.data(), ld);
         pr.xq = {s.q.data(), nullptr, nullptr, ld, s.scale.data(), s.min.data()};
         if (panel::kernel_wants_planes(layout_.format, kernel_)) {

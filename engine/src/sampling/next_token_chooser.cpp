@@ -4,6 +4,8 @@
 
 #include <limits>
 
+#include "ops/row_argmax.h"
+
 namespace lorascope::sampling {
 
 at::Generator make_request_generator(uint64_t seed) {
@@ -36,9 +38,16 @@ std::vector<TokenChoice> choose_next_tokens(const at::Tensor& scores, const std:
 
     if (!greedy.empty()) {
         // First maximal index on ties, as torch.argmax in HF's greedy search.
-        at::Tensor best = rows_of(greedy).argmax(-1).cpu();
-        const int64_t* best_ids = best.data_ptr<int64_t>();
-        for (size_t i = 0; i < greedy.size(); ++i) out[greedy[i]].token_id = best_ids[i];
+        at::Tensor rows = rows_of(greedy);
+        if (rows.device().is_cpu() && rows.scalar_type() == at::kFloat && rows.stride(1) == 1) {
+            std::vector<int64_t> best(greedy.size());  // on our pool: ops/row_argmax.h says why
+            ops::argmax_rows(rows.data_ptr<float>(), rows.size(0), rows.size(1), rows.stride(0), best.data());
+            for (size_t i = 0; i < greedy.size(); ++i) out[greedy[i]].token_id = best[i];
+        } else {
+            at::Tensor best = rows.argmax(-1).cpu();
+            const int64_t* best_ids = best.data_ptr<int64_t>();
+            for (size_t i = 0; i < greedy.size(); ++i) out[greedy[i]].token_id = best_ids[i];
+        }
     }
     if (!sampled.empty()) {
         at::Tensor probs = rows_of(sampled).softmax(-1).cpu();
