@@ -5,9 +5,10 @@
 // BART's sampled logprobs on 1 and 2 threads: -0.6644451 and -0.66444474), and a seeded request's
 // tokens must not depend on how busy the machine is. ATen's count stays as set at the start.
 //
-// One runtime holds the cores at a time. Where the linears run on our panel kernels (float32;
-// int8, 4-bit and bfloat16 without VNNI / AVX-512 BF16: ops/cpu_matmul.h), ATen's own operators get
-// one thread and our pool gets them all; where they run on oneDNN, in ATen's team, our kernels'
+// One runtime holds the cores at a time. Where the linears run on our panel kernels (float32, int8
+// and 4-bit; bfloat16 without AVX-512 BF16: ops/cpu_matmul.h), ATen's own operators get one thread
+// and our pool gets them all (the larger ones run on it: ops/aten_on_pool.h); where they run on
+// oneDNN, in ATen's team, our kernels'
 // loops run there too (ops::set_parallel_delegate) and the count does not adapt. Two runtimes with
 // a thread per core each spin on the cores the other needs (libgomp's idle workers ~300k rounds
 // after each of ATen's regions): on the 2-core Zen 3 (AVX2), W1 in int8 ran at 490 tokens/s on two

@@ -35,9 +35,12 @@ Backend backend_for(MatmulKind kind) {
     // On the 2-core Zen 4, W1 in float32, three runs each: 990-1030 tokens/s against oneDNN's
     // 1004-1024, 8.2-8.5 CPU seconds against 8.7-8.8.
     if (kind == MatmulKind::Float32) return Backend::Panel;
-    const CpuFeatures& f = cpu_features();
-    if (kind == MatmulKind::Int8) return f.avx512_vnni ? Backend::Onednn : Backend::Panel;
-    return f.avx512_bf16 ? Backend::Onednn : Backend::Panel;
+    // int8 too, since its AVX-512 VNNI tile runs at oneDNN's speed (panel_gemm_x86.cpp) and the
+    // ATen work beside it runs on our pool (ops/aten_on_pool.h): on the 2-core Zen 4, W1/W2/W3 at
+    // 1.03x/1.00x/0.99x the build before issue 28 (oneDNN's), and beside a busy loop it keeps
+    // 0.61x of its quiet speed where oneDNN in ATen's OpenMP team kept 0.32x (docs/benchmarks.md).
+    if (kind == MatmulKind::Int8) return Backend::Panel;
+    return cpu_features().avx512_bf16 ? Backend::Onednn : Backend::Panel;
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
 // y = x W^T (+ b) on the CPU with the weight packed once, at load, in float32, bfloat16, int8 or
 // 4-bit, through one of two backends (ops/matmul_backend.h), chosen per kind from the instruction
 // sets in effect (ops/cpu_isa.h):
-//   - oneDNN's matmul over its own packed layout: int8 where the CPU has AVX-512 VNNI; bfloat16
-//     (weights and activations rounded to bfloat16) where it has AVX-512 BF16;
-//   - our panel kernels (ops/panel_gemm.h) otherwise: float32 (as fast as oneDNN's, and on our
-//     pool, whose results do not depend on the thread count), int8 on AVX-VNNI, AVX2 or any CPU,
-//     bfloat16 weights times float32 activations (summed in float32), and 4-bit weights (oneDNN
-//     has none). Every kind runs on every CPU.
+//   - oneDNN's matmul over its own packed layout: bfloat16 (weights and activations rounded to
+//     bfloat16) where the CPU has AVX-512 BF16;
+//   - our panel kernels (ops/panel_gemm.h) otherwise: float32 and int8 (as fast as oneDNN's, and
+//     on our pool, whose results do not depend on the thread count and which keeps its speed
+//     beside other programs), bfloat16 weights times float32 activations (summed in float32),
+//     and 4-bit weights (oneDNN has none). Every kind runs on every CPU.
 // LORASCOPE_CPU_MATMUL=onednn|panel overrides the choice where both can (A/B measurements).
 //
 // int8 follows CTranslate2's scheme: weights quantized symmetrically per output channel, the
