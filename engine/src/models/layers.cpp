@@ -64,7 +64,8 @@ at::Tensor rms_norm_cpu(const at::Tensor& x, const at::Tensor& weight, double ep
 
 at::Tensor Norm::forward(const at::Tensor& x) const {
     if (kind_ == Kind::Layer) {
-        if (ops::worth_sharing(x) && weight_.scalar_type() == at::kFloat) return ops::layer_norm_on_pool(x, weight_, bias_, eps_);
+        if (ops::worth_sharing(x) && (!weight_.defined() || weight_.scalar_type() == at::kFloat))
+            return ops::layer_norm_on_pool(x, weight_, bias_, eps_);
         return at::layer_norm(x, {weight_.size(0)}, weight_, bias_, eps_);
     }
     if (rms_norm_cpu_applies(x, weight_)) return rms_norm_cpu(x, weight_, eps_);

@@ -37,8 +37,8 @@ Backend backend_for(MatmulKind kind) {
     if (kind == MatmulKind::Float32) return Backend::Panel;
     // int8 too, since its AVX-512 VNNI tile runs at oneDNN's speed (panel_gemm_x86.cpp) and the
     // ATen work beside it runs on our pool (ops/aten_on_pool.h): on the 2-core Zen 4, W1/W2/W3 at
-    // 1.03x/1.00x/0.99x the build before issue 28 (oneDNN's), and beside a busy loop it keeps
-    // 0.61x of its quiet speed where oneDNN in ATen's OpenMP team kept 0.32x (docs/benchmarks.md).
+    // 1.03x/1.00x/0.99x the build before issue 28 (oneDNN's), and beside a busy loop W1 keeps
+    // 0.73x of its quiet speed where oneDNN in ATen's OpenMP team kept 0.32x (docs/benchmarks.md).
     if (kind == MatmulKind::Int8) return Backend::Panel;
     return cpu_features().avx512_bf16 ? Backend::Onednn : Backend::Panel;
 }
