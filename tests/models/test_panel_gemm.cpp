@@ -27,7 +27,7 @@ using test::rows_close;
 
 namespace {
 
-const Kernel kKernels[] = {Kernel::Scalar, Kernel::Avx2, Kernel::AvxVnni, Kernel::Avx512, Kernel::Avx512Vnni};
+const Kernel kKernels[] = {Kernel::Scalar, Kernel::Avx2, Kernel::AvxVnni, Kernel::Avx512, Kernel::Avx512Vnni, Kernel::Amx};
 const Format kFormats[] = {Format::Int8, Format::Bf16, Format::Int4, Format::F32};
 
 const char* format_name(Format f) {
@@ -156,6 +156,7 @@ private Q_SLOTS:
             QCOMPARE(kernel_available(f, Kernel::Avx2), level >= ops::CpuIsa::Avx2);
             if (level < ops::CpuIsa::Avx512) QVERIFY(!kernel_available(f, Kernel::Avx512));
             if (level < ops::CpuIsa::Avx2Vnni) QVERIFY(!kernel_available(f, Kernel::AvxVnni));
+            if (level < ops::CpuIsa::Avx512Amx) QVERIFY(!kernel_available(f, Kernel::Amx));
             if (level == ops::CpuIsa::Scalar) QCOMPARE(best_kernel(f), Kernel::Scalar);
         }
     }

@@ -110,8 +110,13 @@ void PanelMatmul::forward(const float* x, int64_t M, float* y) const {
     // Chunks of at least ~256k multiply-adds (a few microseconds): a batch-1 product of a 1024-wide
     // layer is then split in ~16-panel chunks, a 32-row one panel by panel.
     const int64_t per_panel = std::max<int64_t>(1, M * ld * panel::kCols);
-    parallel_for(0, layout_.panels, std::max<int64_t>(1, (int64_t{1} << 18) / per_panel),
-                 [&](int64_t p0, int64_t p1) { panel::multiply(pr, kernel_, p0, p1); });
+    panel::Kernel kernel = kernel_;
+    int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / per_panel);
+    if (kernel == panel::Kernel::Amx) {
+        if (!panel::amx_pays_off(M)) kernel = panel::Kernel::Avx512Vnni;
+        else grain = std::max<int64_t>(2, (int64_t{1} << 20) / per_panel);  // a pair of panels per tile, 2x the rate
+    }
+    parallel_for(0, layout_.panels, grain, [&](int64_t p0, int64_t p1) { panel::multiply(pr, kernel, p0, p1); });
 }
 
 }  // namespace

@@ -28,11 +28,15 @@ constexpr int64_t kGroup = 32;  // 4-bit: inputs per scale
 enum class Format { Int8, Bf16, Int4, F32 };
 
 // The kernels, by instruction set. Int8/Int4 without VNNI use the AVX2 kernel on AVX-512 CPUs too.
-enum class Kernel { Scalar, Avx2, AvxVnni, Avx512, Avx512Vnni };
+// Amx: int8 only (panel_gemm_amx.cpp), at any number of rows; a product of a few rows wastes most
+// of a 16-row tile, so callers pick it by rows (amx_pays_off); 4-bit runs the AVX-512 VNNI kernel.
+enum class Kernel { Scalar, Avx2, AvxVnni, Avx512, Avx512Vnni, Amx };
 const char* kernel_name(Kernel kernel);
 // The kernel used under the instruction sets in effect (ops/cpu_isa.h), and whether `kernel` may run.
 Kernel best_kernel(Format format);
 bool kernel_available(Format format, Kernel kernel);
+// With `best_kernel` Amx: whether a product of M rows should run it rather than AVX-512 VNNI.
+bool amx_pays_off(int64_t M);
 
 struct Layout {
     Format format = Format::Int8;
