@@ -67,8 +67,9 @@ std::string cpu_matmul_description(MatmulKind kind) {
             default: return "int8 weights per output channel, activations per row, int32 sums (oneDNN, VNNI" + isa;
         }
     }
-    const std::string kernels = std::string(" (our ") +
-                                panel::kernel_name(panel::best_kernel(panel_format(kind))) + " kernels)";
+    const panel::Kernel best = panel::best_kernel(panel_format(kind));
+    const std::string kernels = std::string(" (our ") + panel::kernel_name(best) + " kernels" +
+                                (best == panel::Kernel::Amx ? ", avx512_vnni for a few rows)" : ")");
     switch (kind) {
         case MatmulKind::Float32: return "float32 weights packed at load, float32 products" + kernels;
         case MatmulKind::Bfloat16: return "bfloat16 weights times float32 activations, summed in float32" + kernels;
