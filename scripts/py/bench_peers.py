@@ -131,6 +131,10 @@ LLAMA = {"llama-f32": "F32", "llama-q8_0": "Q8_0", "llama-q4_0": "Q4_0"}
 # --isa: every system held to one instruction-set level, each through its own switch (issue 28: the
 # AVX2-only table, produced on an AVX-512 machine).
 ISA_ENV = {
+    # An AVX-512 machine without AMX, on a Sapphire Rapids (MKL and oneDNN, CTranslate2's, reach AMX too).
+    "avx512": dict(LORASCOPE_CPU_ISA="avx512", ONEDNN_MAX_CPU_ISA="AVX512_CORE_BF16",
+                   DNNL_MAX_CPU_ISA="AVX512_CORE_BF16", CT2_FORCE_CPU_ISA="AVX512",
+                   MKL_ENABLE_INSTRUCTIONS="AVX512"),
     "avx2": dict(LORASCOPE_CPU_ISA="avx2", ONEDNN_MAX_CPU_ISA="AVX2", DNNL_MAX_CPU_ISA="AVX2",
                  ATEN_CPU_CAPABILITY="avx2", CT2_FORCE_CPU_ISA="AVX2", MKL_ENABLE_INSTRUCTIONS="AVX2",
                  OPENBLAS_CORETYPE="Haswell"),
