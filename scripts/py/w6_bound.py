@@ -8,14 +8,31 @@ continuous keeps 32 rows while any request waits, each newcomer's first token in
 So the ratios printed are the best any continuous batcher can do against static on these lengths
 for that step cost, whatever its scheduling.
 
-usage: python3 scripts/py/w6_bound.py [--steps-csv FILE]
-  --steps-csv  a `lorascope-cli bench --steps-csv` file of a static run: a/b is fitted to the median
-               decode-only step time per row count and its row is printed too.
+The target columns bound the policy with a time-per-output-token target equal to static's per-token
+p95 (the gaps between a request's tokens, each the step it decoded in, over all requests): no step
+may exceed it, so no step holds more than the R rows whose step fits, and a first-come-first-served
+batcher that keeps R rows while requests wait (the most tokens per step under the target, prefill
+still free) gives the best tokens/s and TTFT p50 the target allows on these lengths.
+
+With --prefill MODEL=C (a prompt token's prefill, in units of one row's decoding cost b; fitted to
+a steps CSV by --steps-csv when not given) the target columns are simulated again with prefill paid for: static
+prefills each wave's prompts before its first step; under the target a step's prefill takes only
+the time its rows leave below the target (first come first served, split anywhere: optimistic for
+an encoder, which cannot be split along its prompt), a request joins once its prompt is done, and
+every row cap R from 1 to 32 is tried; the best TTFT p50 any R gives is printed with that R, and
+the best tokens/s any R gives. Its no-target columns: continuous with 32 rows, each newcomer's
+whole prefill inside the step it joins.
+
+usage: python3 scripts/py/w6_bound.py [--steps-csv [MODEL=]FILE ...] [--prefill MODEL=C ...]
+  --steps-csv  a `lorascope-cli bench --steps-csv` file of a static run (of MODEL, t5 or bloom; without
+               MODEL=, of every model): a/b is fitted to the median decode-only step time per row
+               count and its row is printed too.
 """
 import argparse
 import csv
 import statistics
 
+from bench_peers_models import prompts as seeded_prompts
 from bench_peers_w6 import MODELS, new_tokens
 
 BATCH = 32
@@ -31,10 +48,10 @@ def static(lengths, t):
     return clock, ttft
 
 
-def continuous(lengths, t):
+def continuous(lengths, t, rows_cap=BATCH):
     clock, ttft, left, nxt = 0.0, [None] * len(lengths), {}, 0
     while nxt < len(lengths) or left:
-        while len(left) < BATCH and nxt < len(lengths):
+        while len(left) < rows_cap and nxt < len(lengths):
             left[nxt] = lengths[nxt]
             nxt += 1
         clock += t(len(left))
@@ -47,39 +64,130 @@ def continuous(lengths, t):
     return clock, ttft
 
 
-def fitted_ratio(path):
-    by_rows = {}
+def static_tpot_p95(lengths, t):
+    """Static's per-token p95: every token after a request's first waits one step of its wave."""
+    gaps = []
+    for w in range(0, len(lengths), BATCH):
+        wave = lengths[w:w + BATCH]
+        for s in range(1, max(wave)):
+            rows = sum(1 for n in wave if n > s - 1)  # the step that decodes token s + 1 of each row
+            gaps += [t(rows)] * sum(1 for n in wave if n > s)
+    gaps.sort()
+    return gaps[min(len(gaps) - 1, int(0.95 * len(gaps)))]
+
+
+def static_paid(lengths, prompt_lens, t, c):
+    """Static with each wave's prefill (c per prompt token) before its first step."""
+    clock, ttft = 0.0, []
+    for w in range(0, len(lengths), BATCH):
+        wave = lengths[w:w + BATCH]
+        clock += c * sum(prompt_lens[w:w + BATCH])
+        ttft += [clock + t(len(wave))] * len(wave)
+        for s in range(max(wave)):
+            clock += t(sum(1 for n in wave if n > s))
+    return clock, ttft
+
+
+def target_paid(lengths, prompt_lens, t, c, target, cap):
+    """Continuous under the target with prefill in the time the rows leave, at most `cap` rows."""
+    n = len(lengths)
+    clock, ttft, running, nxt = 0.0, [None] * n, {}, 0
+    prefilling = []  # [index, prefill time left], admitted, first come first served
+    while nxt < n or running or prefilling:
+        while len(running) + len(prefilling) < cap and nxt < n:
+            prefilling.append([nxt, c * prompt_lens[nxt]])
+            nxt += 1
+        step = t(len(running)) if running else 0.0
+        spare = max(0.0, target - step) if running else float("inf")
+        done = []
+        for p in prefilling:
+            use = min(spare, p[1])
+            p[1] -= use
+            spare -= use
+            step += use
+            if p[1] > 1e-12:
+                break
+            done.append(p)
+        clock += step
+        for i in list(running):
+            if ttft[i] is None:
+                ttft[i] = clock
+            running[i] -= 1
+            if running[i] == 0:
+                del running[i]
+        for p in done:
+            prefilling.remove(p)
+            running[p[0]] = lengths[p[0]]
+    return clock, ttft
+
+
+def fitted(path):
+    """(a / b, c): the step's fixed part over its per-row part, fitted to the median decode-only step
+    per row count, and a prompt token's prefill (total prefill time over prompt tokens) over b."""
+    by_rows, prefill_ms, prefill_tokens = {}, 0.0, 0
     with open(path) as f:
         for r in csv.DictReader(f):
             if float(r["prefill_ms"]) == 0:
                 by_rows.setdefault(int(r["rows"]), []).append(float(r["wall_ms"]))
+            elif int(r["prefill_tokens"]) > 0:
+                prefill_ms += float(r["prefill_ms"])
+                prefill_tokens += int(r["prefill_tokens"])
     xs = [k for k in sorted(by_rows) if len(by_rows[k]) >= 8]
     ys = [statistics.median(by_rows[k]) for k in xs]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
     a = my - b * mx
-    print(f"{path}: t = {a:.1f} + {b:.2f} x rows ms (a/b = {a / b:.1f})")
-    return a / b
+    c = prefill_ms / prefill_tokens / b if prefill_tokens else None
+    print(f"{path}: t = {a:.1f} + {b:.2f} x rows ms (a/b = {a / b:.1f})"
+          + (f"; prefill {prefill_ms / prefill_tokens:.3f} ms a prompt token (c = {c:.3f} b)" if c else ""))
+    return a / b, c
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps-csv")
+    ap.add_argument("--steps-csv", nargs="*", default=[])
+    ap.add_argument("--prefill", nargs="*", default=[])
     args = ap.parse_args()
-    ratios = [0, 8, 16, 32, 64, float("inf")]
-    if args.steps_csv:
-        ratios.append(fitted_ratio(args.steps_csv))
-    print("| model | step a/b | tokens/s continuous / static, at most | TTFT p50 continuous / static, at least |")
-    print("|---|---:|---:|---:|")
+    prefill = {m: float(v) for m, _, v in (item.partition("=") for item in args.prefill)}
+    fits = {}
+    for item in args.steps_csv:
+        model, _, path = item.rpartition("=")
+        k, c = fitted(path)
+        for family in ([model] if model else MODELS):
+            fits.setdefault(family, []).append(k)
+            if c is not None and family not in prefill:
+                prefill[family] = c
+    print("| model | step a/b | tokens/s continuous / static, at most | TTFT p50 continuous / static, at least "
+          "| target rows R (of 32) | with the target: tokens/s, at most | TTFT p50, at least |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for family, (count, (lo, hi)) in MODELS.items():
         lengths = new_tokens(count, lo, hi)
-        for k in ratios:
+        for k in [0, 8, 16, 32, 64, float("inf")] + fits.get(family, []):
             def t(rows, k=k):
                 return 1.0 if k == float("inf") else k + rows
             s_clock, s_ttft = static(lengths, t)
             c_clock, c_ttft = continuous(lengths, t)
+            target = static_tpot_p95(lengths, t)
+            cap = max(r for r in range(1, BATCH + 1) if t(r) <= target + 1e-9)
+            g_clock, g_ttft = continuous(lengths, t, cap)
             print(f"| {family} | {k:.1f} | {s_clock / c_clock:.3f} | "
-                  f"{statistics.median(c_ttft) / statistics.median(s_ttft):.3f} |")
+                  f"{statistics.median(c_ttft) / statistics.median(s_ttft):.3f} | {cap} | {s_clock / g_clock:.3f} | "
+                  f"{statistics.median(g_ttft) / statistics.median(s_ttft):.3f} |")
+            if family in prefill and k != float("inf"):
+                c = prefill[family]
+                prompt_lens = [len(p) for p in seeded_prompts(count, 8, 128)]
+                p_clock, p_ttft = static_paid(lengths, prompt_lens, t, c)
+                n_clock, n_ttft = target_paid(lengths, prompt_lens, t, c, float("inf"), BATCH)
+                best, fastest = None, 0.0
+                for r in range(1, BATCH + 1):
+                    g_clock, g_ttft = target_paid(lengths, prompt_lens, t, c, target, r)
+                    ratio = statistics.median(g_ttft) / statistics.median(p_ttft)
+                    fastest = max(fastest, p_clock / g_clock)
+                    if best is None or ratio < best[0]:
+                        best = (ratio, r, p_clock / g_clock)
+                print(f"| {family}, prefill {c:.3g} b a token | {k:.1f} | {p_clock / n_clock:.3f} | "
+                      f"{statistics.median(n_ttft) / statistics.median(p_ttft):.3f} | {best[1]} | "
+                      f"{fastest:.3f} (at R = {best[1]}: {best[2]:.3f}) | {best[0]:.3f} |")
 
 
 if __name__ == "__main__":
