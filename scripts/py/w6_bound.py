@@ -48,6 +48,16 @@ def static(lengths, t):
     return clock, ttft
 
 
+def decode(rows, ttft, clock):
+    """One step's token for every row (index -> tokens left) that ends at `clock`; done rows leave."""
+    for i in list(rows):
+        if ttft[i] is None:
+            ttft[i] = clock
+        rows[i] -= 1
+        if rows[i] == 0:
+            del rows[i]
+
+
 def continuous(lengths, t, rows_cap=BATCH):
     clock, ttft, left, nxt = 0.0, [None] * len(lengths), {}, 0
     while nxt < len(lengths) or left:
@@ -55,12 +65,7 @@ def continuous(lengths, t, rows_cap=BATCH):
             left[nxt] = lengths[nxt]
             nxt += 1
         clock += t(len(left))
-        for i in list(left):
-            if ttft[i] is None:
-                ttft[i] = clock
-            left[i] -= 1
-            if left[i] == 0:
-                del left[i]
+        decode(left, ttft, clock)
     return clock, ttft
 
 
@@ -109,12 +114,7 @@ def target_paid(lengths, prompt_lens, t, c, target, cap):
                 break
             done.append(p)
         clock += step
-        for i in list(running):
-            if ttft[i] is None:
-                ttft[i] = clock
-            running[i] -= 1
-            if running[i] == 0:
-                del running[i]
+        decode(running, ttft, clock)
         for p in done:
             prefilling.remove(p)
             running[p[0]] = lengths[p[0]]

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <vector>
 
+// As in panel_gemm_x86.cpp: GCC 12's AVX-512 intrinsics trip -Wall's uninitialized checks (bug 105593).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
