@@ -113,8 +113,13 @@ void PanelMatmul::forward(const float* x, int64_t M, float* y) const {
     panel::Kernel kernel = kernel_;
     int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / per_panel);
     if (kernel == panel::Kernel::Amx) {
-        if (!panel::amx_pays_off(M)) kernel = panel::Kernel::Avx512Vnni;
-        else grain = std::max<int64_t>(2, (int64_t{1} << 20) / per_panel);  // a pair of panels per tile, 2x the rate
+        if (!panel::amx_pays_off(M)) {
+            kernel = panel::Kernel::Avx512Vnni;
+        } else {
+            // AMX runs 1.3-2x VNNI's rate: chunks of ~1M multiply-adds, and at least the two
+            // panels one pass of its tiles takes.
+            grain = std::max<int64_t>(2, (int64_t{1} << 20) / per_panel);
+        }
     }
     parallel_for(0, layout_.panels, grain, [&](int64_t p0, int64_t p1) { panel::multiply(pr, kernel, p0, p1); });
 }
