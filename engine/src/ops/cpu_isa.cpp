@@ -42,6 +42,7 @@ CpuFeatures capped(const CpuFeatures& cpu, CpuIsa level) {
     return f;
 }
 
+#if LORASCOPE_X86
 // Linux hands out the 8 KiB of tile state per process on request (arch_prctl ARCH_REQ_XCOMP_PERM
 // for XFEATURE_XTILEDATA, kernel 5.16 and later); without it the first tile instruction is fatal.
 bool amx_permitted() {
@@ -52,6 +53,7 @@ bool amx_permitted() {
     return false;
 #endif
 }
+#endif
 
 struct State {
     CpuFeatures detected;
