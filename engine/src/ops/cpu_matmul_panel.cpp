@@ -88,25 +88,6 @@ void PanelMatmul::forward(const float* x, int64_t M, float* y) const {
     pr.ldx = K;
     pr.y = y;
     pr.ldy = layout_.N;
-    thread_local Scratch s;
-    if (quantized(layout_.format)) {
-        // Only the padding inputs past K need zeros (quantize_rows_u8 writes the rest): zeroing
-        // the whole buffer was a serial memset of M x K bytes per product, 0.15 s of W2's 3.6 s.
-        s.q.resize(static_cast<size_t>(M * ld));
-        s.scale.resize(static_cast<size_t>(M));
-        s.min.resize(static_cast<size_t>(M));
-        if (ld > K)
-            for (int64_t i = 0; i < M; ++i) std::memset(s.q.data() + i * ld + K, 0, static_cast<size_t>(ld - K));
-        quantize_rows_u8(x, M, K, K, s.q.data(), s.scale.data(), s.min.data(), ld);
-        pr.xq = {s.q.data(), nullptr, nullptr, ld, s.scale.data(), s.min.data()};
-        if (panel::kernel_wants_planes(layout_.format, kernel_)) {
-            s.centred.resize(s.q.size());
-            s.magnitude.resize(s.q.size());
-            panel::prepare_int8_planes(s.q.data(), M * ld, s.centred.data(), s.magnitude.data());
-            pr.xq.centred = s.centred.data();
-            pr.xq.magnitude = s.magnitude.data();
-        }
-    }
     // Chunks of at least ~256k multiply-adds (a few microseconds): a batch-1 product of a 1024-wide
     // layer is then split in ~16-panel chunks, a 32-row one panel by panel.
     const int64_t per_panel = std::max<int64_t>(1, M * ld * panel::kCols);
@@ -119,6 +100,29 @@ void PanelMatmul::forward(const float* x, int64_t M, float* y) const {
             // AMX runs 1.3-2x VNNI's rate: chunks of ~1M multiply-adds, and at least the two
             // panels one pass of its tiles takes.
             grain = std::max<int64_t>(2, (int64_t{1} << 20) / per_panel);
+        }
+    }
+    thread_local Scratch s;
+    if (quantized(layout_.format)) {
+        // Only the padding inputs past K need zeros (quantize_rows_u8 writes the rest): zeroing
+        // the whole buffer was a serial memset of M x K bytes per product, 0.15 s of W2's 3.6 s.
+        // AMX reads whole blocks of 16 rows: zero rows up to the next block here, once a product,
+        // rather than a padded copy of the last block in every chunk of panels.
+        const int64_t rows = kernel == panel::Kernel::Amx ? (M + 15) / 16 * 16 : M;
+        s.q.resize(static_cast<size_t>(rows * ld));
+        if (rows > M) std::memset(s.q.data() + M * ld, 0, static_cast<size_t>((rows - M) * ld));
+        s.scale.resize(static_cast<size_t>(M));
+        s.min.resize(static_cast<size_t>(M));
+        if (ld > K)
+            for (int64_t i = 0; i < M; ++i) std::memset(s.q.data() + i * ld + K, 0, static_cast<size_t>(ld - K));
+        quantize_rows_u8(x, M, K, K, s.q.data(), s.scale.data(), s.min.data(), ld);
+        pr.xq = {s.q.data(), nullptr, nullptr, ld, s.scale.data(), s.min.data(), rows};
+        if (panel::kernel_wants_planes(layout_.format, kernel_)) {
+            s.centred.resize(s.q.size());
+            s.magnitude.resize(s.q.size());
+            panel::prepare_int8_planes(s.q.data(), M * ld, s.centred.data(), s.magnitude.data());
+            pr.xq.centred = s.centred.data();
+            pr.xq.magnitude = s.magnitude.data();
         }
     }
     parallel_for(0, layout_.panels, grain, [&](int64_t p0, int64_t p1) { panel::multiply(pr, kernel, p0, p1); });

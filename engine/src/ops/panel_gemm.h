@@ -77,6 +77,7 @@ struct QuantizedRows {
     int64_t ld = 0;
     const float* scale = nullptr;  // [M]
     const float* min = nullptr;    // [M]
+    int64_t rows = 0;              // rows of q that may be read, zero past M (AMX reads blocks of 16)
 };
 bool kernel_wants_planes(Format format, Kernel kernel);
 void prepare_int8_planes(const uint8_t* q, int64_t count, uint8_t* centred, uint8_t* magnitude);

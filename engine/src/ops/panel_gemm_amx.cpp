@@ -120,9 +120,10 @@ void multiply(const Product& pr, int64_t p0, int64_t p1) {
     const Layout& l = *pr.layout;
     const int64_t ld = pr.xq.ld, chunks = l.k_padded / kChunk, steps = l.k_padded / 4;
     const int64_t blocks = (pr.M + kRows - 1) / kRows;
-    // A tile reads 16 rows: the last block, when partial, from a copy padded with zero rows.
+    // A tile reads 16 rows: a partial last block that the caller did not pad (pr.xq.rows) is read
+    // from a copy padded with zero rows.
     thread_local std::vector<uint8_t> padded;
-    const int64_t partial = pr.M % kRows;
+    const int64_t partial = pr.xq.rows >= blocks * kRows ? 0 : pr.M % kRows;
     if (partial) {
         padded.assign(static_cast<size_t>(kRows * ld), 0);
         std::memcpy(padded.data(), pr.xq.q + (blocks - 1) * kRows * ld, static_cast<size_t>(partial * ld));
