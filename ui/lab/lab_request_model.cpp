@@ -8,6 +8,7 @@ void LabRequestModel::setRun(const LabRunData* run) {
     beginResetModel();
     run_ = run;
     rows_ = run ? int(run->requests().size()) : 0;
+    seen_revision_ = run ? run->revision() : 0;
     endResetModel();
 }
 
@@ -17,7 +18,20 @@ void LabRequestModel::runChanged() {
         setRun(run_);
         return;
     }
-    if (rows > 0) Q_EMIT dataChanged(index(0, 0), index(rows - 1, ColumnCount - 1));
+    // One dataChanged per run of changed rows: the views (and the column fitter, which measures
+    // each changed cell's text) then pay for the rows a tick touched, not for all of them.
+    if (!run_) return;
+    const auto& requests = run_->requests();
+    int first = -1;
+    for (int row = 0; row <= rows; ++row) {
+        const bool changed = row < rows && requests[size_t(row)].revision > seen_revision_;
+        if (changed && first < 0) first = row;
+        if (!changed && first >= 0) {
+            Q_EMIT dataChanged(index(first, 0), index(row - 1, ColumnCount - 1));
+            first = -1;
+        }
+    }
+    seen_revision_ = run_->revision();
 }
 
 int LabRequestModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : rows_; }

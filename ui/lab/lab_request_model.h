@@ -4,6 +4,7 @@
 #pragma once
 
 #include <QAbstractTableModel>
+#include <cstdint>
 
 namespace lorascope::ui {
 
@@ -16,7 +17,7 @@ public:
                   ColQueueMs, ColTtftMs, ColumnCount };
     using QAbstractTableModel::QAbstractTableModel;
     void setRun(const LabRunData* run);   // null: empty
-    void runChanged();                     // the run's requests changed in place
+    void runChanged();                     // the run's requests changed in place: the changed rows' dataChanged
     const LabRunData* run() const { return run_; }
 
     int rowCount(const QModelIndex& parent = {}) const override;
@@ -27,6 +28,7 @@ public:
 private:
     const LabRunData* run_ = nullptr;
     int rows_ = 0;
+    uint64_t seen_revision_ = 0;   // the run's revision when the view was last told
 };
 
 }  // namespace lorascope::ui

@@ -19,10 +19,13 @@ QString labStateName(LabRequestState state) {
 }
 
 void LabRunData::reset(const std::vector<Request>& requests, const std::vector<double>& arrivals_s) {
+    const uint64_t revision = revision_ + 1;   // kept across the reset: a view must see every row anew
     *this = LabRunData();
+    revision_ = revision;
     requests_.resize(requests.size());
     for (size_t i = 0; i < requests.size(); ++i) {
         LabRequest& r = requests_[i];
+        r.revision = revision_;
         r.adapter = QString::fromStdString(requests[i].adapter);
         r.prompt_tokens = requests[i].input_ids.empty() && requests[i].prompt ? int64_t(requests[i].prompt->size())
                                                                               : int64_t(requests[i].input_ids.size());
@@ -37,9 +40,12 @@ int LabRunData::indexOf(RequestId id) const {
 }
 
 void LabRunData::apply(const LabEvents& events) {
+    if (events.empty()) return;
+    const uint64_t revision = ++revision_;
     for (const auto& [index, id] : events.submits) {
         if (index >= requests_.size()) continue;
         LabRequest& r = requests_[index];
+        r.revision = revision;
         r.id = id;
         if (r.state == LabRequestState::Waiting) r.state = LabRequestState::Queued;
         r.submit_step = int64_t(steps_.size());
@@ -53,6 +59,7 @@ void LabRunData::apply(const LabEvents& events) {
             const int i = indexOf(s.row_requests[row]);
             if (i < 0) continue;
             LabRequest& r = requests_[size_t(i)];
+            r.revision = revision;
             if (r.first_step < 0) r.first_step = step_index;
             r.last_step = step_index;
             const bool prefill = row < s.row_prefill.size() && s.row_prefill[row];
@@ -64,12 +71,15 @@ void LabRunData::apply(const LabEvents& events) {
     for (RequestId id : events.tokens) {
         ++generated_;
         const int i = indexOf(id);
-        if (i >= 0) ++requests_[size_t(i)].generated;
+        if (i < 0) continue;
+        ++requests_[size_t(i)].generated;
+        requests_[size_t(i)].revision = revision;
     }
     for (const FinishEvent& f : events.finishes) {
         const int i = indexOf(f.id);
         if (i < 0) continue;
         LabRequest& r = requests_[size_t(i)];
+        r.revision = revision;
         r.state = f.reason == FinishReason::Cancelled ? LabRequestState::Cancelled
                   : f.reason == FinishReason::Error   ? LabRequestState::Error
                                                       : LabRequestState::Finished;
@@ -103,10 +113,12 @@ std::vector<double> LabRunData::e2eMs() const {
 }
 
 void LabRunData::cancelUnfinished() {
+    const uint64_t revision = ++revision_;
     for (LabRequest& r : requests_) {
         if (r.state == LabRequestState::Finished || r.state == LabRequestState::Cancelled || r.state == LabRequestState::Error)
             continue;
         r.state = LabRequestState::Cancelled;
+        r.revision = revision;
         ++finished_;
     }
 }
