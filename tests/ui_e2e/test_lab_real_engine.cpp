@@ -394,7 +394,11 @@ private Q_SLOTS:
               "over %lld ms",
               int(lab()->runner()->data(0).steps().size()), int(lab()->runner()->data(1).steps().size()),
               probe.worst_busy_ms(), probe.worst_wall_gap_ms(), probe.elapsed_ms());
-        QVERIFY2(probe.worst_busy_ms() <= 100, qPrintable(QStringLiteral("worst busy stretch %1 ms").arg(probe.worst_busy_ms())));
+        // Measured on a quiet Xeon: 20-25 ms since the request table hears of changed rows only and
+        // the charts redraw one per turn (before: 96-105 ms, 121 under CI's load). CPU time grows
+        // little with load (1.15x there), so 60 keeps a margin of more than 2x and still catches a
+        // return of either whole-run redraw.
+        QVERIFY2(probe.worst_busy_ms() <= 60, qPrintable(QStringLiteral("worst busy stretch %1 ms").arg(probe.worst_busy_ms())));
     }
 
     // Found on the way: at the default 1280 x 800 the comparison view shows all four demo columns

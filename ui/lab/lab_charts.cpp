@@ -108,53 +108,63 @@ void LabCharts::setSeries(Chart& c, size_t policy, const QString& name, const QL
 }
 
 void LabCharts::refresh(const std::vector<const LabRunData*>& runs, const QStringList& names) {
+    for (int i = 0; i < chartCount(); ++i) refreshChart(i, runs, names);
+}
+
+QList<QPointF> LabCharts::points(int chart, const LabRunData& r) {
+    switch (chart) {
+        case 0: return perStep(r, [](const StepStats& s) { return double(s.rows); });
+        case 1: return perStep(r, [](const StepStats& s) { return double(s.queue_depth); });
+        case 2: return perStep(r, [](const StepStats& s) { return double(s.kv_bytes_allocated) / kMiB; });
+        case 3: return perStep(r, [](const StepStats& s) { return s.wall_ms; });
+        case 4: return cdf(r.ttftMs());
+        case 5: return cdf(r.perTokenMs());
+        case 6: {
+            // A block's bytes from any step that had blocks in use.
+            double block_bytes = 0;
+            for (const StepStats& s : r.steps())
+                if (s.kv_blocks_used > 0) {
+                    block_bytes = double(s.kv_bytes_allocated) / double(s.kv_blocks_used);
+                    break;
+                }
+            QList<QPointF> per_request;
+            for (size_t i = 0; i < r.requests().size(); ++i)
+                per_request.append({double(i), double(r.requests()[i].peak_kv_blocks) * block_bytes / kMiB});
+            return per_request;
+        }
+        default: {
+            QList<QPointF> generated;
+            int64_t total = 0;
+            for (size_t i = 0; i < r.steps().size(); ++i) {
+                total += r.steps()[i].decode_tokens;
+                generated.append({double(i), double(total)});
+            }
+            return generated;
+        }
+    }
+}
+
+void LabCharts::refreshChart(int chart, const std::vector<const LabRunData*>& runs, const QStringList& names) {
+    Chart& c = charts_.at(size_t(chart));
     for (size_t k = 0; k < runs.size(); ++k) {
         const QString name = k < size_t(names.size()) ? names[int(k)] : QString::number(k);
-        if (!runs[k] || runs[k]->steps().empty()) {
-            // Not run yet: no line at all (a policy still waiting drew zeros, as if it had run).
-            for (Chart& c : charts_) setSeries(c, k, name, {});
-            continue;
-        }
-        const LabRunData& r = *runs[k];
-        setSeries(charts_[0], k, name, perStep(r, [](const StepStats& s) { return double(s.rows); }));
-        setSeries(charts_[1], k, name, perStep(r, [](const StepStats& s) { return double(s.queue_depth); }));
-        setSeries(charts_[2], k, name, perStep(r, [](const StepStats& s) { return double(s.kv_bytes_allocated) / kMiB; }));
-        setSeries(charts_[3], k, name, perStep(r, [](const StepStats& s) { return s.wall_ms; }));
-        setSeries(charts_[4], k, name, cdf(r.ttftMs()));
-        setSeries(charts_[5], k, name, cdf(r.perTokenMs()));
-        // A block's bytes from any step that had blocks in use.
-        double block_bytes = 0;
-        for (const StepStats& s : r.steps())
-            if (s.kv_blocks_used > 0) {
-                block_bytes = double(s.kv_bytes_allocated) / double(s.kv_blocks_used);
-                break;
-            }
-        QList<QPointF> per_request, generated;
-        for (size_t i = 0; i < r.requests().size(); ++i)
-            per_request.append({double(i), double(r.requests()[i].peak_kv_blocks) * block_bytes / kMiB});
-        int64_t total = 0;
-        for (size_t i = 0; i < r.steps().size(); ++i) {
-            total += r.steps()[i].decode_tokens;
-            generated.append({double(i), double(total)});
-        }
-        setSeries(charts_[6], k, name, per_request);
-        setSeries(charts_[7], k, name, generated);
+        // Not run yet: no line at all (a policy still waiting drew zeros, as if it had run).
+        const bool ran = runs[k] && !runs[k]->steps().empty();
+        setSeries(c, k, name, ran ? points(chart, *runs[k]) : QList<QPointF>());
     }
-    for (Chart& c : charts_) {
-        double lo_x = 0, hi_x = 1, hi_y = 0;
-        bool any = false;
-        for (QLineSeries* s : c.series)
-            for (const QPointF& p : s->points()) {
-                if (!any) lo_x = hi_x = p.x();
-                any = true;
-                lo_x = std::min(lo_x, p.x());
-                hi_x = std::max(hi_x, p.x());
-                hi_y = std::max(hi_y, p.y());
-            }
-        if (c.integer_x || !any) lo_x = std::min(lo_x, 0.0);
-        setNiceAxisRange(c.x, lo_x, hi_x, c.integer_x);
-        setNiceAxisRange(c.y, 0, hi_y > 0 ? hi_y : 1.0, c.integer_y);
-    }
+    double lo_x = 0, hi_x = 1, hi_y = 0;
+    bool any = false;
+    for (QLineSeries* s : c.series)
+        for (const QPointF& p : s->points()) {
+            if (!any) lo_x = hi_x = p.x();
+            any = true;
+            lo_x = std::min(lo_x, p.x());
+            hi_x = std::max(hi_x, p.x());
+            hi_y = std::max(hi_y, p.y());
+        }
+    if (c.integer_x || !any) lo_x = std::min(lo_x, 0.0);
+    setNiceAxisRange(c.x, lo_x, hi_x, c.integer_x);
+    setNiceAxisRange(c.y, 0, hi_y > 0 ? hi_y : 1.0, c.integer_y);
 }
 
 }  // namespace lorascope::ui

@@ -22,6 +22,9 @@ public:
     explicit LabCharts(QWidget* parent = nullptr);
     // runs[i] may be null (not run yet); names label the series ("A: continuous, 8 rows").
     void refresh(const std::vector<const LabRunData*>& runs, const QStringList& names);
+    // One chart of refresh(): a chart of two 500-point series costs a few ms of QtCharts layout, so
+    // the lab redraws its charts one per turn of the event loop during a run.
+    void refreshChart(int chart, const std::vector<const LabRunData*>& runs, const QStringList& names);
     int chartCount() const { return int(charts_.size()); }
     QChart* chart(int i) const { return charts_.at(size_t(i)).chart; }
     static QColor policyColour(int policy);
@@ -37,6 +40,7 @@ private:
         std::vector<QLineSeries*> series;   // one per policy
     };
     Chart makeChart(const QString& title, const QString& x_title, const QString& y_title, bool integer_x, bool integer_y);
+    static QList<QPointF> points(int chart, const LabRunData& run);
     void setSeries(Chart& c, size_t policy, const QString& name, const QList<QPointF>& points);
     std::vector<Chart> charts_;
 };

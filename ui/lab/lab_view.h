@@ -83,6 +83,9 @@ private:
         AdapterDirs adapters;
     };
     std::optional<Prepared> prepareWorkload();
+    void refreshSoon();
+    void refreshSlice();
+    void refreshLegend();
     void refreshSummary();
     void refreshStatus();
     void selectRequest(int policy, int request_index);
@@ -110,6 +113,9 @@ private:
     QSlider* pace_ = nullptr;
     QLabel *pace_label_ = nullptr, *status_ = nullptr;
     QTimer* chart_timer_ = nullptr;
+    QTimer* slice_timer_ = nullptr;
+    int slice_ = -1;              // the next slice of refreshSoon's redraw, -1: none under way
+    bool slice_again_ = false;    // data changed during a redraw: one more after it
     QStringList run_policy_names_;
     QString run_workload_json_;
 };
