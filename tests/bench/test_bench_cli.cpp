@@ -120,6 +120,28 @@ private Q_SLOTS:
         QVERIFY(same(queued[QStringLiteral("mean_decoding_rows")].toDouble(), double(queued_rows) / double(queued_steps)));
     }
 
+    // Under a target, the first step (nothing decodes yet) prefills its newcomers' whole prompts, chunk
+    // after chunk, and every one of them decodes in it: with one 32-token chunk each, the demo BLOOM's
+    // 40-90-token prompts left most of their tokens deferred and their rows waiting.
+    void anIdleBatchUnderATargetPrefillsWholePrompts() {
+        const QString workload = dir_.filePath(QStringLiteral("idle.json")), steps_csv = dir_.filePath(QStringLiteral("idle.csv"));
+        std::ofstream(workload.toStdString())
+            << R"({"name": "idle", "params": {"ignore_eos": true},
+                   "synthetic": {"count": 6, "prompt_tokens": [40, 90], "max_new_tokens": [3, 6], "seed": 3}})";
+        const test::CliResult r = test::run_cli_command(
+            {QStringLiteral("bench"), QStringLiteral("--model"), QStringLiteral(LORASCOPE_TEST_DEMO_DIR "/bloom"),
+             QStringLiteral("--workload"), workload, QStringLiteral("--threads"), QStringLiteral("1"),
+             QStringLiteral("--tpot-target-ms"), QStringLiteral("100000"), QStringLiteral("--steps-csv"), steps_csv},
+            240000);
+        QVERIFY2(r.exit_code == 0, r.err.c_str());
+        const auto steps = readCsv(steps_csv);
+        QVERIFY(!steps.empty());
+        const auto& first = steps.front();
+        QVERIFY(number(first, "prefill_tokens") >= 39);   // a whole prompt at least, past one chunk
+        QCOMPARE(number(first, "prefill_tokens_deferred"), 0.0);
+        QCOMPARE(number(first, "decode_tokens"), number(first, "rows"));
+    }
+
     // --thread-policy fixed keeps every step on --threads; a bad value is refused by name.
     void threadPolicyFixedKeepsTheCount() {
         const QString workload = dir_.filePath(QStringLiteral("t.json")), steps_csv = dir_.filePath(QStringLiteral("t.csv"));
