@@ -333,9 +333,14 @@ void LabView::refreshSoon() {
     slice_timer_->start();
 }
 
+std::vector<const LabRunData*> LabView::runs() const {
+    std::vector<const LabRunData*> out;
+    for (int i = 0; i < runner_->policyCount(); ++i) out.push_back(&runner_->data(i));
+    return out;
+}
+
 void LabView::refreshSlice() {
-    std::vector<const LabRunData*> runs;
-    for (int i = 0; i < runner_->policyCount(); ++i) runs.push_back(&runner_->data(i));
+    const std::vector<const LabRunData*> runs = this->runs();
     if (slice_ < charts_->chartCount()) {
         charts_->refreshChart(slice_++, runs, run_policy_names_);
         return;
@@ -356,8 +361,7 @@ void LabView::refreshNow() {
     slice_timer_->stop();
     slice_ = -1;
     slice_again_ = false;
-    std::vector<const LabRunData*> runs;
-    for (int i = 0; i < runner_->policyCount(); ++i) runs.push_back(&runner_->data(i));
+    const std::vector<const LabRunData*> runs = this->runs();
     charts_->refresh(runs, run_policy_names_);
     latency_charts_->refresh(runs);
     refreshLegend();

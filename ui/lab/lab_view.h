@@ -21,6 +21,7 @@ class QTimer;
 namespace lorascope::ui {
 
 class LabCharts;
+class LabRunData;
 class LabFrontierView;
 class LabLatencyCharts;
 class LabGoodputForm;
@@ -83,6 +84,7 @@ private:
         AdapterDirs adapters;
     };
     std::optional<Prepared> prepareWorkload();
+    std::vector<const LabRunData*> runs() const;   // every policy's run data, for the charts
     void refreshSoon();
     void refreshSlice();
     void refreshLegend();

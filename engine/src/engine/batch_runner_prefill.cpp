@@ -139,7 +139,7 @@ void BatchRunner::prefill(StepStats& stats) {
                                                  budget.unlimited ? 0 : budget.forced ? std::max<int64_t>(budget.work, 1) : budget.work,
                                                  budget.unlimited || budget.forced);
         deferred = plan.deferred;
-        if (plan.pieces.empty() || plan.tokens <= 0) break;
+        if (plan.pieces.empty()) break;
         // Chunks of similar length share a pass, as encoder passes do (see start_encode_jobs).
         std::vector<int64_t> lengths, rows;
         for (const auto& p : plan.pieces) {
