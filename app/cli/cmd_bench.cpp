@@ -34,6 +34,7 @@ const char* const kUsage =
     "                           [engine options: --threads N --thread-policy adaptive|fixed --device D\n"
     "                            --dtype T --kv-cache-dtype T --max-batch-size N --max-batch-tokens N --kv-cache-mb MIB\n"
     "                            --batching continuous|static --prefill-budget TOKENS | --tpot-target-ms MS\n"
+    "                            --tpot-tail-share S\n"
     "                            --adapter NAME=DIR ...]\n"
     "  workload: {\"name\", \"requests\": [{\"prompt\"|\"input_ids\", \"adapter\", \"params\"}...]\n"
     "             or \"synthetic\": {\"count\", \"prompt_tokens\": [min, max], \"max_new_tokens\": [min, max],\n"
@@ -88,6 +89,7 @@ json run_context(const Workload& workload, const EngineOptions& options, size_t 
         {"prefill_budget", options.prefill_budget_tokens == kPrefillBudgetInTime ? json("time")
                                                                                   : json(options.prefill_budget_tokens)},
         {"tpot_target_ms", options.tpot_target_ms},
+        {"tpot_tail_share", options.tpot_target_ms > 0 ? options.tpot_tail_share : 0.0},
     };
 }
 

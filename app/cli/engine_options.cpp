@@ -89,7 +89,7 @@ private:
 };
 
 // --batching continuous|static, --prefill-budget TOKENS (absent: the budget in time) and
-// --tpot-target-ms MS (lorascope/engine.h says what each means).
+// --tpot-target-ms MS --tpot-tail-share S (lorascope/engine.h says what each means).
 void read_batching_policy(const Args& args, EngineOptions& options) {
     const std::string batching = args.get_or("batching", "continuous");
     if (batching != "continuous" && batching != "static")
@@ -98,6 +98,9 @@ void read_batching_policy(const Args& args, EngineOptions& options) {
     options.tpot_target_ms = args.get_double("tpot-target-ms", 0);
     if (options.tpot_target_ms < 0)
         throw Error(ErrorKind::InvalidArgument, "--tpot-target-ms must be >= 0 (ms per output token; 0 = no target)");
+    options.tpot_tail_share = args.get_double("tpot-tail-share", options.tpot_tail_share);
+    if (options.tpot_tail_share < 0 || options.tpot_tail_share > 0.2)
+        throw Error(ErrorKind::InvalidArgument, "--tpot-tail-share must be within [0, 0.2] (the share of token gaps that may pass the target)");
     if (options.tpot_target_ms > 0 && (options.static_batching || args.has("prefill-budget")))
         throw Error(ErrorKind::InvalidArgument,
                     "--tpot-target-ms sets the budget in time of continuous batching: drop --prefill-budget and --batching static");
@@ -108,7 +111,7 @@ void read_batching_policy(const Args& args, EngineOptions& options) {
 std::vector<std::string> engine_option_names() {
     return {"model", "threads", "device", "dtype", "kv-cache-dtype", "max-batch-size", "max-batch-tokens", "adapter",
             "adapter-memory-budget", "kv-cache-mb", "prefill-budget", "prefill-chunk", "profile", "batching",
-            "tpot-target-ms", "thread-policy"};
+            "tpot-target-ms", "tpot-tail-share", "thread-policy"};
 }
 
 EngineOptions engine_options_from(const Args& args) {

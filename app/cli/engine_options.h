@@ -12,7 +12,7 @@ namespace lorascope::cli {
 
 // --model --threads --device --dtype --max-batch-size --max-batch-tokens --adapter
 // --adapter-memory-budget --profile FILE (LibTorch 2.x: device kernels and engine steps, as JSON)
-// --batching continuous|static --prefill-budget TOKENS --prefill-chunk TOKENS --tpot-target-ms MS
+// --batching continuous|static --prefill-budget TOKENS --prefill-chunk TOKENS --tpot-target-ms MS --tpot-tail-share S
 std::vector<std::string> engine_option_names();
 EngineOptions engine_options_from(const Args& args);
 // What the KV cache stores under these options: kv_cache_dtype, or what "auto" picks (on the CPU

@@ -35,6 +35,9 @@ struct SimResult {
     int64_t finished = 0;
     std::vector<double> step_ms;       // of steps with decoding rows, after the first 3
     std::vector<double> bound_ms;      // what each of those may take: the cap (plus one forced unit) or the target
+    int64_t gaps = 0, over_gaps = 0;   // token gaps (rows decoding after their first token); those in steps over the target
+    int64_t bulk_steps = 0;
+    double longest_step_ms = 0;
 };
 
 // Runs `requests` (all arriving at once) through the policy: admission under row_limit, encoder
@@ -68,8 +71,13 @@ SimResult simulate(std::deque<SimRequest> queue, const TimePolicy& base, double 
             queue.pop_front();
             ++rows;
         }
+        int64_t certain = 0;   // every row runs to its token limit, as under ignore_eos
+        for (const auto& d : decoding) certain += std::max<int64_t>(0, d.new_tokens - d.generated - 1);
+        for (const auto& p : prefilling) certain += std::max<int64_t>(0, p.new_tokens - 1);
         const auto allowance = prefill_allowance(costs, policy, {static_cast<int64_t>(decoding.size()),
-                                                                 static_cast<int64_t>(prefilling.size()), prefilling.empty() ? 0 : 1});
+                                                                 static_cast<int64_t>(prefilling.size()), prefilling.empty() ? 0 : 1,
+                                                                 certain});
+        out.bulk_steps += allowance.bulk;
         const int64_t rows_before_join = static_cast<int64_t>(decoding.size());
         double prefill_ms = 0, largest_unit = 0;
         const double budget = allowance.unlimited ? 1e18 : static_cast<double>(work_within(costs.encoder, allowance.ms, 16 * kUnits));
@@ -103,7 +111,14 @@ SimResult simulate(std::deque<SimRequest> queue, const TimePolicy& base, double 
             out.queued_row_steps += static_cast<double>(r);
             ++out.queued_steps;
         }
-        if (step >= 3 && r > 0 && !allowance.unlimited) {
+        if (r > 0 && policy.target_ms > 0) {
+            const bool over = step_decode_ms + prefill_ms > policy.target_ms * (1 + 1e-9);
+            costs.tail.add(rows_before_join, over);
+            out.gaps += rows_before_join;
+            out.over_gaps += over ? rows_before_join : 0;
+            if (rows_before_join > 0) out.longest_step_ms = std::max(out.longest_step_ms, step_decode_ms + prefill_ms);
+        }
+        if (step >= 3 && r > 0 && !allowance.unlimited && !allowance.bulk) {
             out.step_ms.push_back(step_decode_ms + prefill_ms);
             // The cap bounds the prefill beside the rows that decoded before; rows that join add
             // their own decoding (filling them is the point).
@@ -276,6 +291,78 @@ private Q_SLOTS:
                 QVERIFY2(r.step_ms[i] <= r.bound_ms[i] * (1 + 1e-3), qPrintable(QString::number(r.step_ms[i])));
             const double rows = r.queued_row_steps / static_cast<double>(r.queued_steps);
             QVERIFY2(rows < kMaxRows && rows > 0.6 * kMaxRows, qPrintable(QStringLiteral("%1 rows while requests wait").arg(rows)));
+        }
+    }
+
+    // The tail: gaps decay with their half-life, and a bulk step is afforded while the gaps over
+    // the target, its own rows counted over, stay within the share of all gaps, the certain future
+    // ones included.
+    void the_tail_affords_what_the_share_leaves() {
+        GapTail tail(1e9);   // no decay to speak of
+        QVERIFY(!tail.affords(10, 0.04));                 // nothing decoded yet
+        QVERIFY(tail.affords(10, 0.04, 245));             // 10 <= 0.04 x 255
+        QVERIFY(!tail.affords(10, 0.04, 235));            // 10 > 0.04 x 245
+        tail.add(245, false);
+        QVERIFY(tail.affords(10, 0.04));
+        QVERIFY(!tail.affords(10, 0.0));                  // no share: never
+        tail.add(10, true);
+        QVERIFY(!tail.affords(10, 0.04));                 // 20 > 0.04 x 265
+        QVERIFY(tail.affords(10, 0.04, 240));             // 20 <= 0.04 x 505
+        GapTail halving(100);
+        halving.add(100, true);
+        halving.add(100, false);
+        QVERIFY(qAbs(halving.gaps() - 150.0) < 1e-6);     // 100 x 0.5 + 100
+        QVERIFY(qAbs(halving.over() - 50.0) < 1e-6);
+        // A full window (~144.8 gaps at a half-life of 100) takes no future: the share is of its gaps.
+        for (int i = 0; i < 20; ++i) halving.add(100, false);
+        QVERIFY(!halving.affords(10, 0.04, 100000));      // 10 > 0.04 x ~145
+        QVERIFY(halving.affords(5, 0.04, 100000));        // 5 <= 0.04 x ~145
+    }
+
+    // With a tail share the allowance may be a bulk step's (when the tail affords its rows and a
+    // newcomer waits), and the row limit keeps no room for a unit of prefill beside the rows.
+    void the_tail_share_makes_bulk_steps_and_full_rows() {
+        StepCosts costs;
+        for (int r = 1; r <= 32; ++r) costs.decode.add(r, decode_ms(r));
+        TimePolicy strict{6.0};
+        TimePolicy tail = strict;
+        tail.tail_share = 0.04;
+        const StepRows rows{14, 2, 1, 0};
+        QVERIFY(!prefill_allowance(costs, tail, rows).bulk);          // no gaps yet: 14 > 0.04 x 14
+        QVERIFY(prefill_allowance(costs, tail, {14, 2, 1, 400}).bulk);   // the rows' certain gaps: 14 <= 0.04 x 414
+        costs.tail.add(400, false);
+        const auto bulk = prefill_allowance(costs, tail, rows);
+        QVERIFY(bulk.bulk && !bulk.unlimited && !bulk.forced);
+        QVERIFY(qAbs(bulk.ms - (kBulkTargets * 6.0 - decode_ms(15))) < 0.02);
+        QVERIFY(!prefill_allowance(costs, strict, rows).bulk);        // no share
+        QVERIFY(!prefill_allowance(costs, tail, {14, 0, 0, 1000}).bulk);   // nobody waits
+        QVERIFY(row_limit(costs, strict, 32, 1.0) <= 20);             // 1 + 0.2 r + 1 <= 6
+        const int64_t full = row_limit(costs, tail, 32, 1.0);         // 1 + 0.2 r <= 6: r <= 25
+        QVERIFY(full >= 24 && full <= 25);
+    }
+
+    // A tail share against every step within the target (a full batch's step, static's per-token
+    // time), with prefill that costs a fixed part per pass as the weights' reads do: the batch holds
+    // more rows while requests wait, the gaps over the target stay within the share, no bulk step
+    // passes its budget, and every request finishes.
+    void the_tail_share_holds_the_rows_and_its_share() {
+        TimePolicy strict{decode_ms(kMaxRows) * 1.05};
+        TimePolicy tail = strict;
+        tail.tail_share = kTailShare;
+        for (uint32_t seed : {1u, 2u, 3u}) {
+            const SimResult a = simulate(w6_like(seed), strict);
+            const SimResult b = simulate(w6_like(seed), tail);
+            QCOMPARE(b.finished, int64_t(128));
+            QCOMPARE(a.bulk_steps, int64_t(0));
+            QVERIFY(b.bulk_steps > 0);
+            const double rows_a = a.queued_row_steps / static_cast<double>(a.queued_steps);
+            const double rows_b = b.queued_row_steps / static_cast<double>(b.queued_steps);
+            QVERIFY2(rows_b > rows_a + 2, qPrintable(QStringLiteral("%1 rows against %2").arg(rows_b).arg(rows_a)));
+            const double share = static_cast<double>(b.over_gaps) / static_cast<double>(b.gaps);
+            QVERIFY2(share <= kTailShare * 1.1, qPrintable(QString::number(share)));
+            // A bulk step's prefill fits its budget; the rows that join in it add their decoding.
+            const double bound = kBulkTargets * tail.target_ms + kDecodePerRow * static_cast<double>(kMaxRows);
+            QVERIFY2(b.longest_step_ms <= bound, qPrintable(QString::number(b.longest_step_ms)));
         }
     }
 

@@ -49,8 +49,9 @@ LabPolicyEditor::LabPolicyEditor(const QStringList& names, QWidget* parent) : QG
         col.adapter_mb = spin(this, 0, 1 << 20, tr("unlimited"), tr("%1: adapter memory budget").arg(names[c]),
                               tr("Resident adapter weights in MiB at most (least recently used evicted first)"));
         col.tpot_target = spin(this, 0, 60000, tr("none"), tr("%1: per-token target").arg(names[c]),
-                               tr("Time per output token to keep decoding rows within; prefill and newcomers wait "
-                                  "for what the rows leave (needs the budget in time)"));
+                               tr("Per-token p95 to keep decoding rows within; prefill and newcomers wait for what "
+                                  "the rows leave, and up to 4% of token gaps may pass it in steps that prefill "
+                                  "waiting prompts whole (needs the budget in time)"));
         const QWidget* widgets[] = {col.batching, col.max_batch,   col.max_tokens, col.prefill_budget,
                                     col.prefill_chunk, col.kv_mb, col.adapter_mb, col.tpot_target};
         for (int r = 0; r < 8; ++r) grid->addWidget(const_cast<QWidget*>(widgets[r]), r + 1, c + 1);

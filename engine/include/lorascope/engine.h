@@ -213,6 +213,12 @@ struct EngineOptions {
     // first tokens and more throughput where steps are memory-bound. 0: no target. Needs the budget
     // in time and continuous batching.
     double tpot_target_ms = 0;
+    // The target is a 95th percentile (the per-token p95 the reports give): up to this share of
+    // token gaps may run over it, spent on steps that prefill the waiting newcomers whole (at most
+    // 8 targets long, when the recent gaps over the target leave room for one more such step), so
+    // that the batch holds the rows whose decoding fits the target instead of keeping room for
+    // prefill in every step. 0: every step stays within the target (fewer rows). In [0, 0.2].
+    double tpot_tail_share = 0.04;
     // Decoder-only prompts are prefilled in chunks of this many tokens; 0: the token budget, but
     // at least 128 (each chunk pass reads the weights once more), or under a time-per-token target
     // 32 (a 128-token chunk of BLOOM costs about as much as a whole decoding step of 32 rows, so it

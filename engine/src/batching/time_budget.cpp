@@ -15,6 +15,10 @@ PrefillAllowance prefill_allowance(const StepCosts& costs, const TimePolicy& pol
     if (policy.target_ms > 0) {
         const double with_next = costs.decode.predict(static_cast<double>(rows.decoding + std::max<int64_t>(0, rows.next_join)));
         a.ms = costs.decode.ready() ? std::max(0.0, policy.planned_ms() - with_next) : 0.0;
+        if (rows.waiting > 0 && costs.decode.ready() && costs.tail.affords(rows.decoding, policy.tail_share, rows.certain_gaps)) {
+            a.bulk = true;
+            a.ms = std::max(a.ms, kBulkTargets * policy.target_ms - with_next);
+        }
         // Before the first decode sample nothing is known: one unit, as the token budget did.
         a.forced = !costs.decode.ready();
         return a;
@@ -37,6 +41,7 @@ int64_t work_within(const CostFit& fit, double ms, int64_t cold) {
 int64_t row_limit(const StepCosts& costs, const TimePolicy& policy, int64_t max_rows, double unit_ms,
                   const StepSeen& last) {
     if (policy.target_ms <= 0 || !costs.decode.ready()) return max_rows;
+    if (policy.tail_share > 0) unit_ms = 0;
     const double rows = costs.decode.largest_within(policy.target_ms - std::max(0.0, unit_ms));
     int64_t limit = rows >= static_cast<double>(max_rows) ? max_rows : std::max<int64_t>(1, static_cast<int64_t>(std::floor(rows)));
     if (last.rows > 0 && last.ms + std::max(0.0, unit_ms) <= policy.target_ms)

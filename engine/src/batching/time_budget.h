@@ -13,6 +13,15 @@
 // kStepCapFactor x the time of its decoding rows alone; while as many rows wait to join as decode,
 // there is no limit (filling the batch is worth more than the few rows' next token).
 //
+// The target is a 95th percentile, as the reports read it (per-token p95: the gaps between a
+// request's tokens over all requests), so with a tail share (TimePolicy::tail_share) the policy
+// spends the tail: while the share of recent token gaps over the target leaves room for one more
+// step of all the decoding rows, a step may prefill its waiting newcomers whole (a bulk step, at
+// most kBulkTargets targets long), and the batch holds the rows whose decoding alone fits the
+// target instead of reserving room for prefill in every step. Chunks beside the rows cost a pass
+// over the weights each (a BLOOM 32-token chunk ~60 ms beside a 101 + 1.22 ms-per-row step, W6 on
+// the Xeon): reserving one held the batch to ~10 rows. docs/benchmarks.md, issue 33.
+//
 // Pure arithmetic on the measured costs: tests drive it with synthetic cost models.
 #pragma once
 
@@ -40,10 +49,18 @@ constexpr double kStepCapFactor = 1.5;
 constexpr double kSpreadQuantile = 0.9;
 constexpr double kMaxMargin = 1.5;
 
+// The share of token gaps a tail-spending policy lets run over the target: the per-token p95 allows
+// 5%, and the steps that run over by noise count against the same share.
+constexpr double kTailShare = 0.04;
+// A bulk step prefills at most this many targets' worth: a burst of 31 BLOOM newcomers' whole
+// prompts is ~2600 ms, which a streaming user sees as a stall.
+constexpr double kBulkTargets = 8.0;
+
 struct TimePolicy {
     double target_ms = 0;                 // time per output token; 0: none (the cap applies)
     double cap_factor = kStepCapFactor;
     double margin = 1.0;                  // with a target: a step's prefill is planned against target / margin
+    double tail_share = 0;                // with a target: the share of gaps bulk steps may spend (0: none)
     double planned_ms() const { return target_ms / std::clamp(margin, 1.0, kMaxMargin); }
 };
 
@@ -52,15 +69,17 @@ struct StepRows {
     int64_t decoding = 0;    // rows that decode in the step before any newcomer joins
     int64_t waiting = 0;     // admitted rows not decoding yet
     int64_t next_join = 0;   // rows of the first of them: it may join in the step and decode in it too
+    int64_t certain_gaps = 0;   // token gaps the admitted rows are certain to decode after this step
 };
 
 struct PrefillAllowance {
     bool unlimited = false;   // nobody decodes, or (no target) as many rows wait as decode
     double ms = 0;            // otherwise: the prefill time the step may spend
     bool forced = false;      // at least one unit of prefill even when none fits (no target)
+    bool bulk = false;        // with a target: the tail pays for a step that prefills whole prompts
 };
 
-// The step's prefill allowance.
+// The step's prefill allowance (`costs.tail`: the gaps so far, for a bulk step).
 PrefillAllowance prefill_allowance(const StepCosts& costs, const TimePolicy& policy, const StepRows& rows);
 
 // The allowance as work of one kind: how many units of x (prompt positions for `fit` =
@@ -69,7 +88,8 @@ PrefillAllowance prefill_allowance(const StepCosts& costs, const TimePolicy& pol
 int64_t work_within(const CostFit& fit, double ms, int64_t cold);
 
 // With a target: the rows the batch may hold, counting those being prefilled: the most whose
-// decoding step plus `unit_ms` (one unit of a newcomer's prefill) stays within the target, at
+// decoding step plus `unit_ms` (one unit of a newcomer's prefill; none with a tail share, whose
+// bulk steps prefill instead) stays within the target, at
 // least 1 and at most `max_rows`. `max_rows` without a target or before the decode fit has a
 // sample.
 // `last`: the last step that decoded, as measured. When it ran within the target with room for

@@ -99,9 +99,12 @@ void BatchRunner::step(StepStats& stats) {
     score_prompts();
     prefill(stats);
     if (stats.prefill_tokens - before >= kTrimAfterPrefillTokens) runtime::return_free_heap_pages();
+    int64_t gaps = 0;   // rows that decoded before: their token this step follows another
+    for (const auto& r : running_)
+        if (!r->finished) gaps += r->rows();
     join_ready();
     decode(stats);
-    measure_decode(ms_since(started), prefill_ms_, stats.decode_tokens - decoded);
+    measure_decode(ms_since(started), prefill_ms_, stats.decode_tokens - decoded, gaps);
     stats.prefill_ms += prefill_ms_;
     // Requests still being prefilled show as prefill rows of their own.
     for (const auto& r : prefilling_) {

@@ -74,6 +74,7 @@ private:
         bool unlimited = true;
         int64_t work = 0;
         bool forced = true;
+        bool bulk = false;   // under a target: the tail pays for this step's prompts, whole (time_budget.h)
     };
     StepBudget step_budget() const;
     bool time_budget() const { return prefill_budget_ < 0; }
@@ -81,7 +82,8 @@ private:
     batching::TimePolicy policy() const;
     // Adds what `fit` predicted for `x` (before it learns from it) to the step's predicted prefill.
     void predict_prefill(const batching::CostFit& fit, double x);
-    void measure_decode(double step_ms, double prefill_ms, int64_t decoded_rows);
+    // `gaps`: the rows that decoded in the step after their first token (the tail counts them).
+    void measure_decode(double step_ms, double prefill_ms, int64_t decoded_rows, int64_t gaps);
     void score_prompts();
     void prefill(StepStats& stats);
     void prefill_encoders(StepStats& stats);

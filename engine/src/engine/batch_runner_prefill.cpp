@@ -45,11 +45,15 @@ constexpr int64_t kColdStartTokens = 16;
 // without a target (batching/time_budget.h); under one, only an idle batch is unlimited.
 BatchRunner::StepBudget BatchRunner::step_budget() const {
     batching::StepRows rows;
-    for (const auto& r : running_) rows.decoding += r->rows();
+    for (const auto& r : running_) {
+        rows.decoding += r->rows();
+        rows.certain_gaps += std::max<int64_t>(0, r->certain_tokens_left() - 1);   // the step's own token aside
+    }
     for (const auto& r : prefilling_) {
         if (r->finished) continue;
         if (rows.waiting == 0) rows.next_join = r->rows();
         rows.waiting += r->rows();
+        rows.certain_gaps += std::max<int64_t>(0, r->certain_tokens_left() - 1);   // its first token is no gap
     }
     const bool seq2seq = model_.is_encoder_decoder();
     const int64_t units = seq2seq ? model_.encoder_units() : 1;
@@ -62,6 +66,7 @@ BatchRunner::StepBudget BatchRunner::step_budget() const {
     const auto allowance = batching::prefill_allowance(costs_, policy(), rows);
     b.unlimited = allowance.unlimited;
     b.forced = allowance.forced;
+    b.bulk = allowance.bulk;
     b.work = batching::work_within(seq2seq ? costs_.encoder : costs_.prefill, allowance.ms, kColdStartTokens * units);
     if (b.forced) b.work = std::max<int64_t>(b.work, 1);
     return b;
@@ -78,8 +83,9 @@ void BatchRunner::predict_prefill(const batching::CostFit& fit, double x) {
     else predicted_complete_ = false;
 }
 
-void BatchRunner::measure_decode(double step_ms, double prefill_ms, int64_t decoded_rows) {
+void BatchRunner::measure_decode(double step_ms, double prefill_ms, int64_t decoded_rows, int64_t gaps) {
     if (decoded_rows <= 0) return;
+    if (time_policy_.target_ms > 0) costs_.tail.add(gaps, step_ms > time_policy_.target_ms);
     last_step_ = {decoded_rows, step_ms};
     // The step as the fits saw it before it ran (what the policy planned with), against its time.
     if (predicted_complete_ && costs_.decode.ready())
@@ -124,8 +130,10 @@ void BatchRunner::prefill(StepStats& stats) {
     // newcomers' whole prompts in this step, chunk after chunk, so that they all decode from the
     // next one. One chunk each (what unlimited means otherwise) left the longer prompts to finish
     // in the time the first few decoding rows left under the target: on W6's BLOOM, 9 of 32 rows
-    // decoded for 40 steps while 1022 prompt tokens waited (TTFT p50 2.6x static's).
-    const bool whole = budget.unlimited && running_.empty() && time_policy_.target_ms > 0;
+    // decoded for 40 steps while 1022 prompt tokens waited (TTFT p50 2.6x static's). A bulk step
+    // (the tail pays for it) does the same within its budget.
+    const bool whole = time_policy_.target_ms > 0 && ((budget.unlimited && running_.empty()) || budget.bulk);
+    int64_t left = budget.work;   // a bulk step's budget, spent over its rounds of chunks
     int64_t deferred = 0;
     for (;;) {
         std::vector<int64_t> remaining;
@@ -135,9 +143,11 @@ void BatchRunner::prefill(StepStats& stats) {
             remaining.push_back(r->finished ? 0 : prompt - 1 - r->prefilled);
         }
         // A forced budget of 0 still takes its first piece; an unforced one takes only what fits.
+        const int64_t work = budget.bulk ? left : budget.work;
         const auto plan = batching::plan_prefill(remaining, /*chunked=*/true, prefill_chunk_,
-                                                 budget.unlimited ? 0 : budget.forced ? std::max<int64_t>(budget.work, 1) : budget.work,
+                                                 budget.unlimited ? 0 : budget.forced ? std::max<int64_t>(work, 1) : work,
                                                  budget.unlimited || budget.forced);
+        left -= plan.tokens;
         deferred = plan.deferred;
         if (plan.pieces.empty()) break;
         // Chunks of similar length share a pass, as encoder passes do (see start_encode_jobs).
@@ -152,7 +162,7 @@ void BatchRunner::prefill(StepStats& stats) {
             prefill_chunks(pieces, stats);
         }
         // Every pass advances its pieces' requests or finishes them (an error), so the loop ends.
-        if (!whole || plan.deferred == 0) break;
+        if (!whole || plan.deferred == 0 || (budget.bulk && left <= 0)) break;
     }
     stats.prefill_tokens_deferred += deferred;
 }

@@ -72,6 +72,13 @@ int64_t kv_cache_blocks(const EngineOptions& options, const models::Model& model
     return std::max<int64_t>(1, bytes / block_bytes);
 }
 
+batching::TimePolicy time_policy(const EngineOptions& options) {
+    batching::TimePolicy p;
+    p.target_ms = options.tpot_target_ms;
+    p.tail_share = options.tpot_tail_share;
+    return p;
+}
+
 class EngineImpl final : public Engine {
 public:
     EngineImpl(const EngineOptions& options, std::unique_ptr<models::Model> model, std::unique_ptr<Tokenizer> tokenizer,
@@ -89,7 +96,7 @@ public:
           scheduler_(*model_, registry_, *pool_, options_),
           // Static batching is the comparison point without joins: its batch is prefilled at once.
           runner_(*model_, pool_, tokenizer_.get(), options.static_batching ? 0 : options.prefill_budget_tokens,
-                  options.static_batching ? 0 : options.prefill_chunk_tokens, batching::TimePolicy{options.tpot_target_ms}) {
+                  options.static_batching ? 0 : options.prefill_chunk_tokens, time_policy(options)) {
         thread_ = std::thread([this] { run(); });
     }
 
@@ -251,6 +258,8 @@ void check_latency_options(const EngineOptions& options) {
                                                 "kPrefillBudgetInTime (-1) for the budget in time");
     if (!std::isfinite(options.tpot_target_ms) || options.tpot_target_ms < 0)
         throw Error(ErrorKind::InvalidArgument, "tpot_target_ms must be a finite number >= 0 (0 = no target)");
+    if (!std::isfinite(options.tpot_tail_share) || options.tpot_tail_share < 0 || options.tpot_tail_share > 0.2)
+        throw Error(ErrorKind::InvalidArgument, "tpot_tail_share must be within [0, 0.2] (the share of token gaps that may pass the target)");
     if (options.tpot_target_ms > 0 && (options.static_batching || options.prefill_budget_tokens != kPrefillBudgetInTime))
         throw Error(ErrorKind::InvalidArgument, "a time-per-output-token target needs continuous batching and the budget in "
                                                 "time (no token prefill budget)");

@@ -245,6 +245,12 @@ int64_t LiveRequest::kv_blocks_needed(bool encoder_decoder) const {
     return total ? *total : INT64_MAX;
 }
 
+int64_t LiveRequest::certain_tokens_left() const {
+    if (finished || multi_row()) return 0;
+    const int64_t bound = params.ignore_eos && params.stop.empty() ? max_new_tokens : params.min_new_tokens.value_or(0);
+    return std::max<int64_t>(0, bound - static_cast<int64_t>(generated.size()));
+}
+
 batching::Demand LiveRequest::demand() const {
     batching::Demand d;
     d.id = id;

@@ -116,6 +116,10 @@ struct LiveRequest {
     // and new tokens for decoder-only models, new tokens for seq2seq) and its encoder memory.
     int64_t kv_blocks_needed(bool encoder_decoder) const;
     std::vector<RequestId> ids() const { return {id}; }
+    // Tokens this request is certain to decode still (each a step of its row): what is left of
+    // max_new_tokens when neither EOS nor a stop string can end it, else of min_new_tokens; none
+    // for several rows (a beam search's early stopping) or a finished request. The latency policy counts them.
+    int64_t certain_tokens_left() const;
     int64_t rows() const { return beam_ids.empty() ? 1 : static_cast<int64_t>(beam_ids.size()); }
     bool multi_row() const { return !beam_ids.empty(); }
     // What the batch rows of this request feed the model next, and how the processors see them.
