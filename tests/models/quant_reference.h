@@ -18,12 +18,12 @@ inline std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_asym_ref(const at
     return {at::round((x - mn) * inv).clamp(0, 255), scale, mn};
 }
 
-// Per-row symmetric int8 quantization of weights: (q as float, scale [rows, 1]).
-inline std::pair<at::Tensor, at::Tensor> quantize_ref(const at::Tensor& x) {
+// Per-row symmetric int8 quantization of weights, in [-max, max]: (q as float, scale [rows, 1]).
+inline std::pair<at::Tensor, at::Tensor> quantize_ref(const at::Tensor& x, int max = 127) {
     at::Tensor absmax = x.abs().amax(1, /*keepdim=*/true);
-    at::Tensor scale = at::where(absmax > 0, absmax / 127.0, at::ones_like(absmax));
-    at::Tensor inv = at::where(absmax > 0, 127.0 / absmax, at::zeros_like(absmax));
-    return {at::round(x * inv).clamp(-127, 127), scale};  // at::round rounds half to even
+    at::Tensor scale = at::where(absmax > 0, absmax / static_cast<float>(max), at::ones_like(absmax));
+    at::Tensor inv = at::where(absmax > 0, static_cast<float>(max) / absmax, at::zeros_like(absmax));
+    return {at::round(x * inv).clamp(-max, max), scale};  // at::round rounds half to even
 }
 
 // The activations as the int8 and 4-bit products see them, in double: q * scale + min.

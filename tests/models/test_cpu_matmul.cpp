@@ -102,7 +102,7 @@ private Q_SLOTS:
     void int8_equals_the_integer_product_rescaled() {
         for_each_product(MatmulKind::Int8, 3, [](const Shape& s, const Operands& o, const ops::CpuMatmul& mm,
                                                  const at::Tensor& got) {
-            auto [qw, sw] = quantize_ref(o.w);
+            auto [qw, sw] = quantize_ref(o.w, mm.int8_weight_max());
             // The dequantized operands' product, in double: (q_x s_x + min) . (q_w s_w).
             at::Tensor wd = qw.to(at::kDouble) * sw.to(at::kDouble);
             at::Tensor want = at::linear(dequantized_activations(o.x), wd, o.b.to(at::kDouble));
@@ -168,10 +168,15 @@ private Q_SLOTS:
         ops::CpuMatmul bf16(w, at::Tensor(), MatmulKind::Bfloat16);
         QVERIFY(at::equal(bf16.rows(ids), at::embedding(w.to(at::kBFloat16).to(at::kFloat), ids)));
         ops::CpuMatmul int8(w, at::Tensor(), MatmulKind::Int8);
-        auto [qw, sw] = quantize_ref(w);
+        auto [qw, sw] = quantize_ref(w, int8.int8_weight_max());
         QVERIFY(at::allclose(int8.rows(ids), at::embedding(qw * sw, ids), 0, 1e-6));
         QVERIFY_THROWS_EXCEPTION(c10::Error, int8.rows(at::tensor({4196}, at::kLong)));
         QVERIFY(int8.bytes() < f32.bytes() / 2);  // K=48 is padded to oneDNN's int8 blocks
+        // A 4-bit model's tables keep all 8 bits on every kernel (7 on the plain AVX2 one otherwise).
+        ops::CpuMatmul full(w, at::Tensor(), MatmulKind::Int8, {}, /*full_int8=*/true);
+        QCOMPARE(full.int8_weight_max(), 127);
+        auto [qf, sf] = quantize_ref(w);
+        QVERIFY(at::allclose(full.rows(ids), at::embedding(qf * sf, ids), 0, 1e-6));
         // 4-bit rows: a group scale (about the largest magnitude / 8) times an integer in [-8, 7],
         // within about a step of the weight (test_panel_gemm checks the quantization itself).
         ops::CpuMatmul int4(w, at::Tensor(), MatmulKind::Int4);

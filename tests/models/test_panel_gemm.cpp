@@ -45,9 +45,10 @@ struct Packed {
     at::Tensor bytes, scale, offset, bias;  // column arrays and bias: panels * 16 floats, zero past N
 };
 
-Packed pack(Format format, const at::Tensor& w, const at::Tensor& b) {
+Packed pack(Format format, const at::Tensor& w, const at::Tensor& b, int int8_max = 127) {
     Packed p;
     p.layout = make_layout(format, w.size(1), w.size(0));
+    p.layout.int8_max = int8_max;
     const int64_t padded = p.layout.panels * kCols;
     p.bytes = at::zeros({p.layout.bytes()}, at::kByte);
     p.scale = at::zeros({padded});
@@ -81,7 +82,10 @@ at::Tensor run(const Packed& p, Kernel kernel, const at::Tensor& x) {
     pr.M = M;
     pr.x = x.data_ptr<float>();
     pr.ldx = l.K;
-    pr.xq = {q.data(), centred.data(), magnitude.data(), ld, scale.data(), min.data()};
+    // The planes only where the kernel wants them, as CpuMatmul does: a kernel that read them
+    // otherwise would fault on null.
+    const bool planes = kernel_wants_planes(l, kernel);
+    pr.xq = {q.data(), planes ? centred.data() : nullptr, planes ? magnitude.data() : nullptr, ld, scale.data(), min.data()};
     pr.y = y.data_ptr<float>();
     pr.ldy = l.N;
     multiply(pr, kernel, 0, l.panels);
@@ -95,7 +99,7 @@ at::Tensor reference(Format format, const Packed& p, const at::Tensor& x, const 
     if (format == Format::F32) return at::linear(x.to(at::kDouble), w.to(at::kDouble), bd);
     at::Tensor wd;
     if (format == Format::Int8) {
-        auto [qw, sw] = test::quantize_ref(w);
+        auto [qw, sw] = test::quantize_ref(w, p.layout.int8_max);
         wd = qw.to(at::kDouble) * sw.to(at::kDouble);
     } else {  // 4-bit: the weights as packed (their quantization: int4_groups_are_as_close_as_q4_0)
         wd = at::empty(w.sizes(), at::kFloat);
@@ -127,15 +131,19 @@ private Q_SLOTS:
 
     void every_kernel_matches_the_reference_data() {
         QTest::addColumn<int>("format");
-        for (Format f : kFormats) QTest::newRow(format_name(f)) << static_cast<int>(f);
+        QTest::addColumn<int>("int8_max");
+        for (Format f : kFormats) QTest::newRow(format_name(f)) << static_cast<int>(f) << 127;
+        // What the plain AVX2 kernel packs (int8_weight_max): every kernel reads it the same.
+        QTest::newRow("int8, 7-bit weights") << static_cast<int>(Format::Int8) << 63;
     }
     void every_kernel_matches_the_reference() {
         QFETCH(int, format);
+        QFETCH(int, int8_max);
         const auto f = static_cast<Format>(format);
         c10::InferenceMode guard;
         for (const Shape& s : kShapes) {
             at::Tensor x = random_input(s.M, s.K, s.N), w = at::randn({s.N, s.K}), b = at::randn({s.N});
-            const Packed p = pack(f, w, b);
+            const Packed p = pack(f, w, b, int8_max);
             const at::Tensor portable = run(p, Kernel::Scalar, x);
             const QString where = QString("%1 x %2 x %3").arg(s.M).arg(s.K).arg(s.N);
             QVERIFY2(rows_close(portable, reference(f, p, x, w, b), 1e-5), qPrintable(where));
@@ -159,6 +167,12 @@ private Q_SLOTS:
             if (level < ops::CpuIsa::Avx512Amx) QVERIFY(!kernel_available(f, Kernel::Amx));
             if (level == ops::CpuIsa::Scalar) QCOMPARE(best_kernel(f), Kernel::Scalar);
         }
+        // int8 packs 7-bit weights exactly where its products run the plain AVX2 kernel.
+        QCOMPARE(int8_weight_max(Kernel::Avx2), 63);
+        QCOMPARE(int8_weight_max(Kernel::Avx512), 63);   // no AVX-512 int8 kernel without VNNI
+        for (Kernel k : {Kernel::Scalar, Kernel::AvxVnni, Kernel::Avx512Vnni, Kernel::Amx}) QCOMPARE(int8_weight_max(k), 127);
+        const bool vnni = kernel_available(Format::Int8, Kernel::AvxVnni) || kernel_available(Format::Int8, Kernel::Avx512Vnni);
+        QCOMPARE(int8_weight_max(best_kernel(Format::Int8)), kernel_available(Format::Int8, Kernel::Avx2) && !vnni ? 63 : 127);
     }
 
     // Each group of 32 (and a partial last group) is at least as close to the weights as GGUF's

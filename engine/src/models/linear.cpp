@@ -21,8 +21,8 @@ at::Tensor Linear::forward(const at::Tensor& x, const LoraHook* lora) const {
     return y;
 }
 
-void Linear::pack(ops::MatmulKind kind, const ops::CpuMatmul::RowsRead& rows_read) {
-    packed_ = std::make_shared<const ops::CpuMatmul>(weight_, bias_, kind, rows_read);
+void Linear::pack(ops::MatmulKind kind, const ops::CpuMatmul::RowsRead& rows_read, bool full_int8) {
+    packed_ = std::make_shared<const ops::CpuMatmul>(weight_, bias_, kind, rows_read, full_int8);
     weight_ = at::Tensor();
 }
 

@@ -41,7 +41,7 @@ public:
 
     // Packs the weight for the CPU's matmul in `kind` (ops/cpu_matmul.h) and lets go of the
     // unpacked one: weight() is undefined afterwards.
-    void pack(ops::MatmulKind kind, const ops::CpuMatmul::RowsRead& rows_read = {});
+    void pack(ops::MatmulKind kind, const ops::CpuMatmul::RowsRead& rows_read = {}, bool full_int8 = false);
 
     const LinearSite& site() const { return site_; }
     const at::Tensor& weight() const { return weight_; }  // undefined once packed

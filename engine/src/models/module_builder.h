@@ -47,6 +47,7 @@ private:
     // llama.cpp's quantizer keeps the output matrix at 6 or 8 bits in its 4-bit files: the head's
     // errors land on every logit.
     ops::MatmulKind table_kind() const;
+    bool full_int8_tables() const;
 
     std::shared_ptr<weights::WeightStore> store_;
     std::vector<LinearSite>& sites_;

@@ -80,7 +80,8 @@ std::string cpu_matmul_description(MatmulKind kind) {
     }
 }
 
-CpuMatmul::CpuMatmul(const at::Tensor& weight, const at::Tensor& bias, MatmulKind kind, const RowsRead& rows_read)
+CpuMatmul::CpuMatmul(const at::Tensor& weight, const at::Tensor& bias, MatmulKind kind, const RowsRead& rows_read,
+                     bool full_int8)
     : kind_(kind) {
     TORCH_CHECK(weight.dim() == 2 && weight.device().is_cpu(), "CpuMatmul: weight must be a 2-D CPU tensor");
     N_ = weight.size(0);
@@ -88,7 +89,7 @@ CpuMatmul::CpuMatmul(const at::Tensor& weight, const at::Tensor& bias, MatmulKin
     cpu_isa();  // the instruction-set cap reaches oneDNN before its first primitive
     if (K_ == 0 && bias.defined()) empty_bias_ = bias.to(at::kFloat).contiguous();
     backend_ = backend_for(kind) == Backend::Onednn ? make_onednn_matmul(weight, bias, kind, rows_read)
-                                                    : make_panel_matmul(weight, bias, kind, rows_read);
+                                                    : make_panel_matmul(weight, bias, kind, rows_read, full_int8);
 }
 
 CpuMatmul::~CpuMatmul() = default;
@@ -98,6 +99,7 @@ int64_t CpuMatmul::in_features() const { return K_; }
 int64_t CpuMatmul::out_features() const { return N_; }
 int64_t CpuMatmul::bytes() const { return backend_->bytes(); }
 std::string CpuMatmul::backend() const { return backend_->name(); }
+int CpuMatmul::int8_weight_max() const { return backend_->int8_weight_max(); }
 
 at::Tensor CpuMatmul::forward(const at::Tensor& x) const {
     TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == at::kFloat && x.size(-1) == K_,

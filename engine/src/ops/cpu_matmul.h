@@ -49,7 +49,10 @@ public:
 
     // weight [N, K] float32, bias [N] or undefined. The weight is read once, a block of rows at a
     // time; the packed copy (and, for int8, its scales) is all this object keeps.
-    CpuMatmul(const at::Tensor& weight, const at::Tensor& bias, MatmulKind kind, const RowsRead& rows_read = {});
+    // full_int8: int8 weights keep [-127, 127] on every kernel (a 4-bit model's embedding and head,
+    // whose accuracy they carry), instead of the 7 bits the plain AVX2 kernel packs.
+    CpuMatmul(const at::Tensor& weight, const at::Tensor& bias, MatmulKind kind, const RowsRead& rows_read = {},
+              bool full_int8 = false);
     ~CpuMatmul();
     CpuMatmul(const CpuMatmul&) = delete;
     CpuMatmul& operator=(const CpuMatmul&) = delete;
@@ -66,6 +69,8 @@ public:
     int64_t out_features() const;
     int64_t bytes() const;  // packed weight, scales and column offsets
     std::string backend() const;  // "onednn", "panel avx2", ...
+    // int8: the quantized weights' range, [-max, max] (63 on the plain AVX2 kernel, ops/panel_gemm.h).
+    int int8_weight_max() const;
 
 private:
     MatmulKind kind_;

@@ -29,9 +29,11 @@ float* data(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nu
 
 class PanelMatmul : public MatmulBackend {
 public:
-    PanelMatmul(const at::Tensor& weight, const at::Tensor& bias, MatmulKind kind, const CpuMatmul::RowsRead& rows_read)
+    PanelMatmul(const at::Tensor& weight, const at::Tensor& bias, MatmulKind kind, const CpuMatmul::RowsRead& rows_read,
+                bool full_int8)
         : layout_(panel::make_layout(panel_format(kind), weight.size(1), weight.size(0))),
           kernel_(panel::best_kernel(layout_.format)) {
+        if (layout_.format == panel::Format::Int8) layout_.int8_max = full_int8 ? 127 : panel::int8_weight_max(kernel_);
         const int64_t padded = layout_.panels * panel::kCols;  // vector loads of the last panel's columns
         packed_ = at::zeros({layout_.bytes()}, at::kByte);
         if (layout_.format == panel::Format::Int8) scale_ = at::zeros({padded}, at::kFloat);
@@ -60,7 +62,10 @@ public:
             if (t->defined()) n += static_cast<int64_t>(t->nbytes());
         return n;
     }
-    std::string name() const override { return std::string("panel ") + panel::kernel_name(kernel_); }
+    int int8_weight_max() const override { return layout_.int8_max; }
+    std::string name() const override {
+        return std::string("panel ") + panel::kernel_name(kernel_) + (layout_.int8_max == 63 ? ", 7-bit weights" : "");
+    }
 
 private:
     panel::Layout layout_;
@@ -117,7 +122,7 @@ void PanelMatmul::forward(const float* x, int64_t M, float* y) const {
             for (int64_t i = 0; i < M; ++i) std::memset(s.q.data() + i * ld + K, 0, static_cast<size_t>(ld - K));
         quantize_rows_u8(x, M, K, K, s.q.data(), s.scale.data(), s.min.data(), ld);
         pr.xq = {s.q.data(), nullptr, nullptr, ld, s.scale.data(), s.min.data(), rows};
-        if (panel::kernel_wants_planes(layout_.format, kernel_)) {
+        if (panel::kernel_wants_planes(layout_, kernel_)) {
             s.centred.resize(s.q.size());
             s.magnitude.resize(s.q.size());
             panel::prepare_int8_planes(s.q.data(), M * ld, s.centred.data(), s.magnitude.data());
@@ -131,8 +136,8 @@ void PanelMatmul::forward(const float* x, int64_t M, float* y) const {
 }  // namespace
 
 std::unique_ptr<MatmulBackend> make_panel_matmul(const at::Tensor& weight, const at::Tensor& bias, MatmulKind kind,
-                                                 const CpuMatmul::RowsRead& rows_read) {
-    return std::make_unique<PanelMatmul>(weight, bias, kind, rows_read);
+                                                 const CpuMatmul::RowsRead& rows_read, bool full_int8) {
+    return std::make_unique<PanelMatmul>(weight, bias, kind, rows_read, full_int8);
 }
 
 }  // namespace lorascope::ops

@@ -22,13 +22,14 @@ public:
     virtual void row(int64_t n, float* out) const = 0;  // row n of W as the products see it
     virtual int64_t bytes() const = 0;
     virtual std::string name() const = 0;  // "onednn", "panel avx2", ...
+    virtual int int8_weight_max() const { return 127; }
 };
 
 // weight [N, K] float32 (read a block of rows at a time), bias [N] float32 or undefined.
 std::unique_ptr<MatmulBackend> make_onednn_matmul(const at::Tensor& weight, const at::Tensor& bias, MatmulKind kind,
                                                   const CpuMatmul::RowsRead& rows_read);
 std::unique_ptr<MatmulBackend> make_panel_matmul(const at::Tensor& weight, const at::Tensor& bias, MatmulKind kind,
-                                                 const CpuMatmul::RowsRead& rows_read);
+                                                 const CpuMatmul::RowsRead& rows_read, bool full_int8 = false);
 
 // The panel format that holds weights of `kind` (cpu_matmul_panel.cpp).
 panel::Format panel_format(MatmulKind kind);

@@ -56,7 +56,7 @@ inline int64_t step_byte(int64_t c, int64_t k) { return c * 4 + (k & 3); }
 void pack_int8(const Layout& l, const float* w, int64_t ldw, int64_t n0, int64_t count, uint8_t* packed,
                Columns columns) {
     std::vector<int8_t> q(static_cast<size_t>(count * l.K));
-    quantize_rows_s8(w, count, l.K, ldw, q.data(), columns.scale + n0);
+    quantize_rows_s8(w, count, l.K, ldw, q.data(), columns.scale + n0, l.int8_max);
     const int64_t steps = l.k_padded / 4;
     for (int64_t j = 0; j < count; ++j) {
         const int64_t n = n0 + j, c = n % kCols;
@@ -270,9 +270,11 @@ Kernel best_kernel(Format format) {
 
 bool amx_pays_off(int64_t M) { return M >= kAmxMinRows; }
 
-bool kernel_wants_planes(Format format, Kernel kernel) {
-    return format == Format::Int8 && implementation(format, kernel) == Kernel::Avx2;
+bool kernel_wants_planes(const Layout& layout, Kernel kernel) {
+    return layout.format == Format::Int8 && layout.int8_max > 63 && implementation(layout.format, kernel) == Kernel::Avx2;
 }
+
+int int8_weight_max(Kernel kernel) { return implementation(Format::Int8, kernel) == Kernel::Avx2 ? 63 : 127; }
 
 void prepare_int8_planes(const uint8_t* q, int64_t count, uint8_t* centred, uint8_t* magnitude) {
     for (int64_t k = 0; k < count; ++k) {

@@ -44,9 +44,18 @@ struct Layout {
     int64_t k_padded = 0;     // K rounded up to whole steps (int8: 4, bfloat16: 2, 4-bit: 32, float32: 1)
     int64_t panels = 0;       // ceil(N / 16)
     int64_t panel_bytes = 0;  // one panel, its per-column data included
+    // int8: the weights' range, [-int8_max, int8_max]. 63 where the product runs the plain AVX2
+    // kernel (int8_weight_max): q_x in [0, 255] times weights of 7 bits cannot saturate the int16
+    // pairs of vpmaddubsw (2 x 255 x 63 = 32130), so it multiplies q_x directly, two port-0/1
+    // operations per 32 products where the sign form that 127 needs takes three. Every kernel
+    // computes the same exact sums over either range.
+    int int8_max = 127;
     int64_t bytes() const { return panels * panel_bytes; }
 };
 Layout make_layout(Format format, int64_t K, int64_t N);
+// The int8 weights' range a product on `kernel` packs: 63 when its int8 work runs the plain AVX2
+// kernel (no VNNI), else 127.
+int int8_weight_max(Kernel kernel);
 
 // Float data per output column kept beside the panels (each [N], float32):
 //   int8: scale (of the symmetric int8 row) and offset = scale * sum_k q[n, k]
@@ -68,8 +77,9 @@ void unpack_row(const Layout& layout, const uint8_t* packed, const float* column
 
 // Activations of the int8 and 4-bit products: rows quantized per row (quantize_rows_u8 in
 // ops/quantize.h: q = (x - min) / scale in [0, 255]), each `ld` bytes apart and zero from K up to
-// layout.k_padded. The AVX2 int8 kernel (no VNNI) also wants q ^ 0x80 and |q ^ 0x80| per element
-// (prepare_int8_planes), with which vpmaddubsw cannot saturate: see panel_gemm_x86.cpp.
+// layout.k_padded. The AVX2 int8 kernel (no VNNI) over weights in [-127, 127] also wants q ^ 0x80
+// and |q ^ 0x80| per element (prepare_int8_planes), with which vpmaddubsw cannot saturate: see
+// panel_gemm_simd.inc. Over 7-bit weights it needs neither.
 struct QuantizedRows {
     const uint8_t* q = nullptr;
     const uint8_t* centred = nullptr;  // q ^ 0x80 (as int8: q - 128)
@@ -79,7 +89,7 @@ struct QuantizedRows {
     const float* min = nullptr;    // [M]
     int64_t rows = 0;              // rows of q that may be read, zero past M (AMX reads blocks of 16)
 };
-bool kernel_wants_planes(Format format, Kernel kernel);
+bool kernel_wants_planes(const Layout& layout, Kernel kernel);
 void prepare_int8_planes(const uint8_t* q, int64_t count, uint8_t* centred, uint8_t* magnitude);
 
 // The product for the columns of panels [p0, p1) and all M rows: y[i, n] for n in those panels

@@ -281,13 +281,13 @@ void quantize_row(Path p, const float* x, int64_t n, float offset, float inv, in
 }
 
 // Per-row quantization to bytes, rows of `out` ldo bytes apart. Symmetric (mins == nullptr):
-// scale = absmax / 127, values in [-127, 127]. Asymmetric: scale = (max - min) / 255, values
+// scale = absmax / smax, values in [-smax, smax]. Asymmetric: scale = (max - min) / 255, values
 // (x - min) / scale in [0, 255], and mins[i] = min.
 void quantize_rows(const float* x, int64_t rows, int64_t cols, int64_t ldx, uint8_t* out, int64_t ldo, float* scales,
-                   float* mins) {
+                   float* mins, int smax = 127) {
     const Path p = path();
     const bool asym = mins != nullptr;
-    const int lo = asym ? 0 : -127, hi = asym ? 255 : 127;
+    const int lo = asym ? 0 : -smax, hi = asym ? 255 : smax;
     for_rows(rows, cols, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
             const float* row = x + i * ldx;
@@ -315,9 +315,9 @@ void quantize_rows_u8(const float* x, int64_t rows, int64_t cols, int64_t ldx, u
     quantize_rows(x, rows, cols, ldx, out, ldo ? ldo : cols, scales, mins);
 }
 
-void quantize_rows_s8(const float* x, int64_t rows, int64_t cols, int64_t ldx, int8_t* out, float* scales) {
+void quantize_rows_s8(const float* x, int64_t rows, int64_t cols, int64_t ldx, int8_t* out, float* scales, int max) {
     // Two's complement: the low byte of a value in [-127, 127] is its int8 form.
-    quantize_rows(x, rows, cols, ldx, reinterpret_cast<uint8_t*>(out), cols, scales, nullptr);
+    quantize_rows(x, rows, cols, ldx, reinterpret_cast<uint8_t*>(out), cols, scales, nullptr, std::clamp(max, 1, 127));
 }
 
 void dequantize_s32(const int32_t* acc, int64_t rows, int64_t cols, const float* row_scale, const float* row_min,

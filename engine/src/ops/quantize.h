@@ -24,8 +24,10 @@ void quantize_rows_u8(const float* x, int64_t rows, int64_t cols, int64_t ldx, u
                       float* mins, int64_t ldo = 0);
 
 // Symmetric per-row int8 quantization of weights (one scale per output channel), int8 in
-// [-127, 127]: scale = max_k |x[i,k]| / 127 (1 for an all-zero row).
-void quantize_rows_s8(const float* x, int64_t rows, int64_t cols, int64_t ldx, int8_t* out, float* scales);
+// [-max, max]: scale = max_k |x[i,k]| / max (1 for an all-zero row). max: 127, or 63 for the panel
+// layout of plain AVX2 (ops/panel_gemm.h, Layout::int8_max).
+void quantize_rows_s8(const float* x, int64_t rows, int64_t cols, int64_t ldx, int8_t* out, float* scales,
+                      int max = 127);
 
 // The product of those two, back in float32: with q_x = (x - min) / s_x and q_w = w / s_w,
 // x . w = s_x s_w (q_x . q_w) + min s_w sum(q_w). So
