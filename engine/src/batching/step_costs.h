@@ -71,7 +71,8 @@ private:
 // The token gaps decoded so far and how many ran over a target: one per row that decoded in a step
 // after its first token, counted as over when the step's time passed the target. Both decay with a
 // half-life of `half_life` gaps, so that a long quiet stretch does not bank a tail that a burst then
-// spends in a row of bulk steps (1024: the share is held over about 1500 gaps, 45 steps of 32 rows).
+// spends in a row of bulk steps (4096: the share is held over about 5900 gaps, 185 steps of 32 rows,
+// more than W6's BLOOM has in all).
 class GapTail {
 public:
     explicit GapTail(double half_life = 4096);

@@ -11,9 +11,10 @@
 // contiguous stream (what a batch-1 product is bound by). The layout is the same for every
 // instruction set, so one packed weight serves every kernel below (the tests run each on it).
 //
-// Every kernel computes the same sums in the same order, so the results are bit-identical across
-// instruction sets (int8 and 4-bit: exact int32 sums, the float epilogue in one fixed order;
-// bfloat16 and float32: one chain of fused multiply-adds per output over the inputs in order).
+// Every kernel computes the same sums in the same order, so over one packed weight the results are
+// bit-identical across instruction sets (int8 and 4-bit: exact int32 sums, the float epilogue in one
+// fixed order; bfloat16 and float32: one chain of fused multiply-adds per output over the inputs in
+// order). Which int8 packing a CPU makes differs: 7-bit weights without VNNI (Layout::int8_max).
 //
 // Torch-free and free of x86 intrinsics in this header: it compiles on arm64 (scalar kernels).
 #pragma once
