@@ -64,7 +64,7 @@ public:
     }
     int int8_weight_max() const override { return layout_.int8_max; }
     std::string name() const override {
-        return std::string("panel ") + panel::kernel_name(kernel_) + (layout_.int8_max == 63 ? ", 7-bit weights" : "");
+        return std::string("panel ") + panel::kernel_name(kernel_) + (layout_.narrow_int8() ? ", 7-bit weights" : "");
     }
 
 private:

@@ -271,10 +271,10 @@ Kernel best_kernel(Format format) {
 bool amx_pays_off(int64_t M) { return M >= kAmxMinRows; }
 
 bool kernel_wants_planes(const Layout& layout, Kernel kernel) {
-    return layout.format == Format::Int8 && layout.int8_max > 63 && implementation(layout.format, kernel) == Kernel::Avx2;
+    return layout.format == Format::Int8 && !layout.narrow_int8() && implementation(layout.format, kernel) == Kernel::Avx2;
 }
 
-int int8_weight_max(Kernel kernel) { return implementation(Format::Int8, kernel) == Kernel::Avx2 ? 63 : 127; }
+int int8_weight_max(Kernel kernel) { return implementation(Format::Int8, kernel) == Kernel::Avx2 ? kNarrowInt8Max : 127; }
 
 void prepare_int8_planes(const uint8_t* q, int64_t count, uint8_t* centred, uint8_t* magnitude) {
     for (int64_t k = 0; k < count; ++k) {

@@ -25,6 +25,7 @@ namespace lorascope::ops::panel {
 
 constexpr int64_t kCols = 16;   // output columns per panel
 constexpr int64_t kGroup = 32;  // 4-bit: inputs per scale
+constexpr int kNarrowInt8Max = 63;  // 7-bit int8 weights (Layout::int8_max)
 
 enum class Format { Int8, Bf16, Int4, F32 };
 
@@ -51,6 +52,8 @@ struct Layout {
     // operations per 32 products where the sign form that 127 needs takes three. Every kernel
     // computes the same exact sums over either range.
     int int8_max = 127;
+    // int8 weights within the 7 bits the plain AVX2 kernel multiplies without the sign form.
+    bool narrow_int8() const { return format == Format::Int8 && int8_max <= kNarrowInt8Max; }
     int64_t bytes() const { return panels * panel_bytes; }
 };
 Layout make_layout(Format format, int64_t K, int64_t N);
