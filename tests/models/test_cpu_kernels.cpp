@@ -223,6 +223,31 @@ private Q_SLOTS:
             QCOMPARE(one[0], int64_t{0});
         }
         ops::set_pool_threads(2);
+        // Every length around the vector paths' lanes and tails (AVX2: 8 lanes, rows under 16
+        // scalar), ties between lanes and with the tail, signed zeros, NaN and -inf in lanes and tails.
+        for (int64_t n : {1, 2, 7, 8, 9, 15, 16, 17, 23, 24, 31, 33, 64, 100, 257}) {
+            at::Tensor y = at::randint(0, 3, {12, n}).to(at::kFloat);
+            y[0].fill_(-inf);
+            y[1].fill_(0.0f);
+            y[1][n - 1] = -0.0f;
+            y[2][n - 1] = 9.0f;                  // the last value: a tail or the last lane
+            y[3][n / 2] = nan;
+            y[4][n - 1] = nan;
+            y[5].fill_(-inf);
+            y[5][n - 1] = -1.0f;
+            y[6][n / 3] = 5.0f;
+            y[6][n - 1] = 5.0f;                  // a tie: the first one wins
+            y[7] = at::randn({n});
+            y[8].fill_(1.0f);
+            y[8][0] = -inf;
+            const at::Tensor want = y.argmax(-1);
+            std::vector<int64_t> got(12);
+            ops::argmax_rows(y.data_ptr<float>(), 12, n, n, got.data());
+            for (int64_t i = 0; i < 12; ++i)
+                QVERIFY2(got[static_cast<size_t>(i)] == want[i].item<int64_t>(),
+                         qPrintable(QString("length %1, row %2: %3, torch %4")
+                                        .arg(n).arg(i).arg(got[static_cast<size_t>(i)]).arg(want[i].item<int64_t>())));
+        }
     }
 
     // Keys and values reach the cache from the strided views the layers make of their fused
