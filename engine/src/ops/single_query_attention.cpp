@@ -53,10 +53,15 @@ __attribute__((always_inline)) inline void prefetch_row(const void* p, int64_t b
 // 30% of the attention's samples sat on the key loads (`perf annotate`, W1 int8 on the Xeon).
 constexpr int64_t kKeysAhead = 8;
 
-// Key position l of (row b, key/value head hk): its block's run, then the row in it.
+// (Row b, key/value head hk)'s keys: where its first run starts (paged: offsets within a block).
 template <typename KV>
-inline const KV* key_at(const Operands& o, int64_t b, int64_t hk, int64_t l) {
-    const KV* k = static_cast<const KV*>(o.k) + b * o.kb + hk * o.kh;
+inline const KV* head_keys(const Operands& o, int64_t b, int64_t hk) {
+    return static_cast<const KV*>(o.k) + b * o.kb + hk * o.kh;
+}
+
+// Key position l of row b, `k` its head's keys: the position's block run, then its row in it.
+template <typename KV>
+inline const KV* key_at(const Operands& o, const KV* k, int64_t b, int64_t l) {
     return run_start(k, b, l / o.block, o.kblock, o) + (l % o.block) * o.kl;
 }
 
@@ -109,7 +114,7 @@ __attribute__((always_inline)) inline void attend_one_kv(const Operands& o, int6
                                                          float* out) {
     const int64_t G = kOneHead ? 1 : o.group, kv_heads = o.H / G;
     const int64_t b = i / kv_heads, hk = i % kv_heads;
-    const KV* k = static_cast<const KV*>(o.k) + b * o.kb + hk * o.kh;
+    const KV* k = head_keys<KV>(o, b, hk);
     const KV* v = static_cast<const KV*>(o.v) + b * o.vb + hk * o.vh;
     float* max = scores + G * n;
     float* inv = max + G;
@@ -124,7 +129,7 @@ __attribute__((always_inline)) inline void attend_one_kv(const Operands& o, int6
             // The value rows the second pass reads, a key pass ahead: a paged cache's values sit in
             // another pool, block by block, where the hardware prefetcher does not follow.
             prefetch_row(vr + t * o.vl, o.D * static_cast<int64_t>(sizeof(KV)));
-            if (l + kKeysAhead < n) prefetch_row(key_at<KV>(o, b, hk, l + kKeysAhead), o.D * static_cast<int64_t>(sizeof(KV)));
+            if (l + kKeysAhead < n) prefetch_row(key_at(o, k, b, l + kKeysAhead), o.D * static_cast<int64_t>(sizeof(KV)));
             for (int64_t g = 0; g < G; ++g) {
                 const int64_t h = hk * G + g;
                 float s = key_dot<KV, kAvx2>(o.q + b * o.qb + h * o.qh, key, o.D) * o.scale;
@@ -171,14 +176,16 @@ __attribute__((always_inline)) inline void attend_one_any(const Operands& o, int
 }
 
 // The first keys of (row, key/value head) i, while the one before it computes.
+template <typename KV>
+void prefetch_first_keys(const Operands& o, int64_t b, int64_t hk, int64_t n) {
+    const KV* k = head_keys<KV>(o, b, hk);
+    for (int64_t l = 0; l < std::min(n, kKeysAhead); ++l)
+        prefetch_row(key_at(o, k, b, l), o.D * static_cast<int64_t>(sizeof(KV)));
+}
+
 void prefetch_first_keys(const Operands& o, int64_t i, int64_t n) {
     const int64_t kv_heads = o.H / o.group, b = i / kv_heads, hk = i % kv_heads;
-    for (int64_t l = 0; l < std::min(n, kKeysAhead); ++l) {
-        if (o.kv_bf16)
-            prefetch_row(key_at<uint16_t>(o, b, hk, l), o.D * 2);
-        else
-            prefetch_row(key_at<float>(o, b, hk, l), o.D * 4);
-    }
+    o.kv_bf16 ? prefetch_first_keys<uint16_t>(o, b, hk, n) : prefetch_first_keys<float>(o, b, hk, n);
 }
 
 void attend_one(const Operands& o, int64_t i, int64_t n, float* scores, float* out) {
