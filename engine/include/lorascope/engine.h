@@ -194,8 +194,10 @@ struct EngineOptions {
     // step (at least one). While no row decodes, newcomers are prefilled at once.
     // kPrefillBudgetInTime (the default): the budget in time. The engine measures what a decoding
     // row, a prompt position and an encoder layer-position cost as it runs, and each step prefills
-    // what keeps it within tpot_target_ms (below) or, without a target, within 1.5x of its decoding
-    // rows' own step, filling free rows as fast as that allows (batching/time_budget.h). A step's
+    // what keeps it within tpot_target_ms (below) or, without a target, within 1.3x of a typical
+    // decoding step (its rows' mean, weighted as the token gaps weigh them), filling free rows as fast
+    // as that allows, with a backlog of prompts prefilled whole in a small share of the gaps
+    // (tpot_tail_share, below; batching/time_budget.h). A step's
     // time, unlike a token count, means the same on one thread, two or a GPU.
     // > 0: the token budget: at most this many prompt tokens per step, applied while rows decode
     // and more rows decode than wait to join (docs/benchmarks.md, issue 14: 16 kept a two-core step
@@ -218,6 +220,8 @@ struct EngineOptions {
     // 8 targets long, when the recent gaps over the target leave room for one more such step), so
     // that the batch holds the rows whose decoding fits the target instead of keeping room for
     // prefill in every step. 0: every step stays within the target (fewer rows). In [0, 0.2].
+    // Without a target, such steps drain a backlog of prompts that capped steps would take more than
+    // 7 steps over, within at most 0.02 of the gaps (0: no step passes the cap but to fill the batch).
     double tpot_tail_share = 0.04;
     // Decoder-only prompts are prefilled in chunks of this many tokens; 0: the token budget, but
     // at least 128 (each chunk pass reads the weights once more), or under a time-per-token target

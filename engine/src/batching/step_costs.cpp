@@ -100,6 +100,19 @@ double StepSpread::quantile(double q) const {
     return sorted[std::min(i, sorted.size() - 1)];
 }
 
+GapWeightedStep::GapWeightedStep(double half_life) : decay_(std::pow(0.5, 1.0 / std::max(1.0, half_life))) {}
+
+void GapWeightedStep::add(int64_t rows, double decode_ms) {
+    if (rows <= 0 || !std::isfinite(decode_ms) || decode_ms < 0) return;
+    if (!ready_) {
+        mean_ = decode_ms;
+        ready_ = true;
+        return;
+    }
+    const double kept = std::pow(decay_, static_cast<double>(rows));
+    mean_ = mean_ * kept + decode_ms * (1 - kept);
+}
+
 GapTail::GapTail(double half_life) : decay_(std::pow(0.5, 1.0 / std::max(1.0, half_life))) {}
 
 void GapTail::add(int64_t gaps, bool over) {

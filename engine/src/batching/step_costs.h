@@ -91,13 +91,32 @@ private:
     double gaps_ = 0, over_ = 0;
 };
 
-// The three kinds of step work the engine measures, and how far whole steps stray from them.
+// A decoding step's time as the token gaps see it: the mean of decode-only step times, each weighted by
+// the rows that decoded in it, with a half-life of `half_life` gaps. Without a target the cap is taken
+// against it rather than against each step's own rows: the per-token p95 weighs a step by its rows, so
+// a cap on the step's own time gave the most prefill to the steps with the most rows (W5, docs/benchmarks.md,
+// issue 33: 41% of one run's gaps were such steps over 1.5x static batching's p95).
+class GapWeightedStep {
+public:
+    explicit GapWeightedStep(double half_life = 256);
+    void add(int64_t rows, double decode_ms);   // ignored unless rows > 0 and the time is finite, >= 0
+    bool ready() const { return ready_; }
+    double ms() const { return mean_; }
+
+private:
+    double decay_;
+    double mean_ = 0;
+    bool ready_ = false;
+};
+
+// The kinds of step work the engine measures, and how far whole steps stray from them.
 struct StepCosts {
     CostFit decode;    // a step without its prefill: x = rows decoded (everything else is in a)
     CostFit prefill;   // one decoder-only prefill pass: x = positions computed (padding included)
     CostFit encoder;   // one run of encoder units: x = units x padded positions of a unit
     StepSpread spread; // whole steps: actual / (decode + prefill predicted when they were planned)
-    GapTail tail;      // under a target: the token gaps and those over it
+    GapTail tail;      // the token gaps and those over the target (none: those in steps past the cap)
+    GapWeightedStep typical;   // the decode-only step as the gaps see it (the cap's measure)
 };
 
 }  // namespace lorascope::batching

@@ -27,8 +27,15 @@ PrefillAllowance prefill_allowance(const StepCosts& costs, const TimePolicy& pol
         a.unlimited = true;
         return a;
     }
-    a.ms = std::max(0.0, policy.cap_factor - 1.0) * decode_ms;
+    const double typical = costs.typical.ready() ? costs.typical.ms() : decode_ms;
+    a.ms = std::max(0.0, policy.cap_factor * typical - decode_ms);
     a.forced = true;
+    const double share = std::min(policy.tail_share, kCapTailShare);
+    if (rows.waiting > 0 && share > 0 && costs.decode.ready() && rows.backlog_ms > kBulkBacklogSteps * a.ms &&
+        costs.tail.affords(rows.decoding, share, rows.certain_gaps)) {
+        a.bulk = true;
+        a.ms = std::max(a.ms, (kBulkTargets - 1.0) * decode_ms);
+    }
     return a;
 }
 

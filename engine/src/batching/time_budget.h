@@ -10,8 +10,13 @@
 // (a newcomer whose next unit does not fit waits for rows to leave), and the batch takes newcomers
 // only while its rows, plus one unit of the next newcomer's prefill, fit the target.
 // Without one: rows are filled as fast as the cap allows. A step that prefills may take up to
-// kStepCapFactor x the time of its decoding rows alone; while as many rows wait to join as decode,
-// there is no limit (filling the batch is worth more than the few rows' next token).
+// kStepCapFactor x the typical decoding step (StepCosts::typical: decode-only steps weighted by
+// their rows, as the per-token figures weigh them), so steps with fewer rows than usual prefill
+// more and those with more prefill less; while as many rows wait to join as decode, there is no
+// limit (filling the batch is worth more than the few rows' next token); and when the waiting
+// prompts would take more than kBulkBacklogSteps capped steps, a step may prefill them whole (a
+// bulk step, up to kBulkTargets decoding steps long) while the gaps in steps past the cap stay
+// within kCapTailShare.
 //
 // The target is a 95th percentile, as the reports read it (per-token p95: the gaps between a
 // request's tokens over all requests), so with a tail share (TimePolicy::tail_share) the policy
@@ -32,13 +37,19 @@
 
 namespace lorascope::batching {
 
-// Without a target, a step that prefills takes at most this many times its decoding rows' own
-// step. The token budget it replaces (16 tokens, docs/benchmarks.md, issue 14) was chosen to keep
-// a prefilling step within ~1.5x of a decode-only one on two cores, which held W5's per-token p95
-// within 1.5x of static batching's; in time the same bound holds on any machine and batch.
-// (docs/benchmarks.md, issue 33's W6 section: the first measurements under it; the factor itself
-// has not been swept yet.)
-constexpr double kStepCapFactor = 1.5;
+// Without a target, a step that prefills takes at most this many times the typical decoding step
+// (no less than its own decoding rows' step). W5 (docs/benchmarks.md, issue 33; 2 x 20 interleaved
+// rounds on the Xeon): 1.5x of each step's own rows, no bulk steps (the policy before) read TTFT p50
+// 0.50x / 0.62x of static batching's and per-token p95 1.59x / 1.60x; 1.3x of the typical step with
+// bulk steps 0.40x / 0.39x and 1.54x / 1.58x; 1.5x of the typical step with them 0.32x and 1.77x.
+constexpr double kStepCapFactor = 1.3;
+// Without a target, a bulk step runs when the waiting prompts' prefill, as the fits predict it,
+// would take more than this many capped steps (a t5-small prompt needs 7 units, at least 7 steps).
+constexpr double kBulkBacklogSteps = 7.0;
+// Without a target, the share of token gaps that steps past the cap (bulk or unlimited) may take,
+// at most `TimePolicy::tail_share`: W5's per-token p95 weighs every gap, and static batching's
+// gaps hold no prefill at all, so a share of 0.04 left the p95 to the capped steps' highest.
+constexpr double kCapTailShare = 0.02;
 
 // Under a target, the prefill a step may take is planned against target_ms / margin: the engine
 // sets the margin to a high quantile of how far its steps ran over their predictions (StepSpread),
@@ -60,7 +71,7 @@ struct TimePolicy {
     double target_ms = 0;                 // time per output token; 0: none (the cap applies)
     double cap_factor = kStepCapFactor;
     double margin = 1.0;                  // with a target: a step's prefill is planned against target / margin
-    double tail_share = 0;                // with a target: the share of gaps bulk steps may spend (0: none)
+    double tail_share = 0;                // the share of gaps bulk steps may spend (0: none; at most kCapTailShare without a target)
     double planned_ms() const { return target_ms / std::clamp(margin, 1.0, kMaxMargin); }
 };
 
@@ -70,16 +81,18 @@ struct StepRows {
     int64_t waiting = 0;     // admitted rows not decoding yet
     int64_t next_join = 0;   // rows of the first of them: it may join in the step and decode in it too
     int64_t certain_gaps = 0;   // token gaps the admitted rows are certain to decode after this step
+    double backlog_ms = 0;      // the waiting rows' prefill as the fits predict it (0: unknown), for a bulk step without a target
 };
 
 struct PrefillAllowance {
     bool unlimited = false;   // nobody decodes, or (no target) as many rows wait as decode
     double ms = 0;            // otherwise: the prefill time the step may spend
     bool forced = false;      // at least one unit of prefill even when none fits (no target)
-    bool bulk = false;        // with a target: the tail pays for a step that prefills whole prompts
+    bool bulk = false;        // the tail pays for a step that prefills whole prompts
 };
 
-// The step's prefill allowance (`costs.tail`: the gaps so far, for a bulk step).
+// The step's prefill allowance (`costs.tail`: the gaps so far, for a bulk step; `costs.typical`: the
+// cap's measure without a target, each step's own decoding until it has a sample).
 PrefillAllowance prefill_allowance(const StepCosts& costs, const TimePolicy& policy, const StepRows& rows);
 
 // The allowance as work of one kind: how many units of x (prompt positions for `fit` =

@@ -94,6 +94,7 @@ void BatchRunner::step(StepStats& stats) {
     const auto started = Clock::now();
     const int64_t before = stats.prefill_tokens, decoded = stats.decode_tokens;
     prefill_ms_ = 0;
+    uncapped_step_ = false;
     predicted_prefill_ms_ = 0;
     predicted_complete_ = true;
     score_prompts();

@@ -63,6 +63,7 @@ BatchRunner::StepBudget BatchRunner::step_budget() const {
         b.work = prefill_budget_ * units;
         return b;
     }
+    rows.backlog_ms = backlog_ms();
     const auto allowance = batching::prefill_allowance(costs_, policy(), rows);
     b.unlimited = allowance.unlimited;
     b.forced = allowance.forced;
@@ -70,6 +71,24 @@ BatchRunner::StepBudget BatchRunner::step_budget() const {
     b.work = batching::work_within(seq2seq ? costs_.encoder : costs_.prefill, allowance.ms, kColdStartTokens * units);
     if (b.forced) b.work = std::max<int64_t>(b.work, 1);
     return b;
+}
+
+// What the waiting rows' prefill would take as the fits predict it: encoder units left (seq2seq) or
+// prompt positions left (decoder-only); 0 before the fit has a sample.
+double BatchRunner::backlog_ms() const {
+    double x = 0;
+    if (model_.is_encoder_decoder()) {
+        if (!costs_.encoder.ready()) return 0;
+        const int64_t units = model_.encoder_units();
+        for (const auto& job : encoding_) x += static_cast<double>((units - job.work.done) * job.cost);
+        for (const auto& r : prefilling_)
+            if (!r->finished && !r->encoded && !r->encoding) x += static_cast<double>(units * static_cast<int64_t>(r->prompt_ids.size()));
+        return x > 0 ? costs_.encoder.predict(x) : 0;
+    }
+    if (!costs_.prefill.ready()) return 0;
+    for (const auto& r : prefilling_)
+        if (!r->finished) x += static_cast<double>(std::max<int64_t>(0, static_cast<int64_t>(r->prompt_ids.size()) - 1 - r->prefilled));
+    return x > 0 ? costs_.prefill.predict(x) : 0;
 }
 
 batching::TimePolicy BatchRunner::policy() const {
@@ -85,8 +104,11 @@ void BatchRunner::predict_prefill(const batching::CostFit& fit, double x) {
 
 void BatchRunner::measure_decode(double step_ms, double prefill_ms, int64_t decoded_rows, int64_t gaps) {
     if (decoded_rows <= 0) return;
+    // Without a target the tail counts the gaps in steps past the cap (bulk or unlimited) that prefilled.
     if (time_policy_.target_ms > 0) costs_.tail.add(gaps, step_ms > time_policy_.target_ms);
+    else costs_.tail.add(gaps, uncapped_step_ && prefill_ms > 0);
     last_step_ = {decoded_rows, step_ms};
+    costs_.typical.add(decoded_rows, std::max(0.0, step_ms - prefill_ms));
     // The step as the fits saw it before it ran (what the policy planned with), against its time.
     if (predicted_complete_ && costs_.decode.ready())
         costs_.spread.add(costs_.decode.predict(static_cast<double>(decoded_rows)) + predicted_prefill_ms_, step_ms);
@@ -126,6 +148,7 @@ void BatchRunner::prefill(StepStats& stats) {
     // Chunks have one size whatever the neighbours (a request's numbers must not depend on whether
     // others were decoding); how many run per step is limited only while rows decode.
     const StepBudget budget = step_budget();
+    uncapped_step_ = budget.unlimited || budget.bulk;
     // Under a target, an idle batch (nothing decodes, so no row waits on the prefill) runs its
     // newcomers' whole prompts in this step, chunk after chunk, so that they all decode from the
     // next one. One chunk each (what unlimited means otherwise) left the longer prompts to finish
@@ -175,6 +198,7 @@ void BatchRunner::prefill(StepStats& stats) {
 void BatchRunner::prefill_encoders(StepStats& stats) {
     const int64_t units = model_.encoder_units();
     const StepBudget step = step_budget();
+    uncapped_step_ = step.unlimited || step.bulk;
     const bool limited = !step.unlimited;
     const int64_t per_step = limited ? step.work : 0;
     int64_t budget = limited ? per_step + encoder_credit_ : INT64_MAX;
