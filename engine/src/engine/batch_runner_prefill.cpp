@@ -63,7 +63,7 @@ BatchRunner::StepBudget BatchRunner::step_budget() const {
         b.work = prefill_budget_ * units;
         return b;
     }
-    rows.backlog_ms = backlog_ms();
+    if (time_policy_.target_ms <= 0) rows.backlog_ms = backlog_ms();   // only the cap's bulk steps read it
     const auto allowance = batching::prefill_allowance(costs_, policy(), rows);
     b.unlimited = allowance.unlimited;
     b.forced = allowance.forced;
