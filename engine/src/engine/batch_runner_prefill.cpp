@@ -108,11 +108,12 @@ void BatchRunner::measure_decode(double step_ms, double prefill_ms, int64_t deco
     if (time_policy_.target_ms > 0) costs_.tail.add(gaps, step_ms > time_policy_.target_ms);
     else costs_.tail.add(gaps, uncapped_step_ && prefill_ms > 0);
     last_step_ = {decoded_rows, step_ms};
-    costs_.typical.add(decoded_rows, std::max(0.0, step_ms - prefill_ms));
+    const double decode_ms = std::max(0.0, step_ms - prefill_ms);
+    costs_.typical.add(decoded_rows, decode_ms);
     // The step as the fits saw it before it ran (what the policy planned with), against its time.
     if (predicted_complete_ && costs_.decode.ready())
         costs_.spread.add(costs_.decode.predict(static_cast<double>(decoded_rows)) + predicted_prefill_ms_, step_ms);
-    costs_.decode.add(static_cast<double>(decoded_rows), std::max(0.0, step_ms - prefill_ms));
+    costs_.decode.add(static_cast<double>(decoded_rows), decode_ms);
 }
 
 int64_t BatchRunner::row_limit(int64_t prompt_tokens, int64_t max_rows) const {
