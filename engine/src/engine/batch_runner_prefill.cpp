@@ -82,7 +82,7 @@ double BatchRunner::backlog_ms() const {
         const int64_t units = model_.encoder_units();
         for (const auto& job : encoding_) x += static_cast<double>((units - job.work.done) * job.cost);
         for (const auto& r : prefilling_)
-            if (!r->finished && !r->encoded && !r->encoding) x += static_cast<double>(units * static_cast<int64_t>(r->prompt_ids.size()));
+            if (r->awaiting_encoder()) x += static_cast<double>(units * static_cast<int64_t>(r->prompt_ids.size()));
         return x > 0 ? costs_.encoder.predict(x) : 0;
     }
     if (!costs_.prefill.ready()) return 0;
@@ -228,7 +228,7 @@ void BatchRunner::prefill_encoders(StepStats& stats) {
     // t5-small: 112) ran one 68-position layer of a 68-token prompt per step, 61% of the budget, and
     // W5's arrivals queued behind each other.
     const bool waiting = !encoding_.empty() || std::any_of(prefilling_.begin(), prefilling_.end(), [](const auto& r) {
-        return !r->finished && !r->encoded && !r->encoding;
+        return r->awaiting_encoder();
     });
     // The budget in time is recomputed from the costs at every step and carries nothing.
     encoder_credit_ = limited && waiting && !time_budget() ? std::clamp<int64_t>(budget, 0, per_step) : 0;
@@ -237,7 +237,7 @@ void BatchRunner::prefill_encoders(StepStats& stats) {
     int64_t deferred = 0;
     for (const auto& job : encoding_) deferred += job.real * (units - job.work.done) / units;
     for (const auto& r : prefilling_)
-        if (!r->finished && !r->encoded && !r->encoding) deferred += static_cast<int64_t>(r->prompt_ids.size());
+        if (r->awaiting_encoder()) deferred += static_cast<int64_t>(r->prompt_ids.size());
     stats.prefill_tokens_deferred += deferred;
 }
 
@@ -248,7 +248,7 @@ void BatchRunner::start_encode_jobs(int64_t budget_tokens) {
     std::vector<int64_t> lengths, rows;
     int64_t tokens = 0;
     for (const auto& r : prefilling_) {
-        if (r->finished || r->encoded || r->encoding) continue;
+        if (!r->awaiting_encoder()) continue;
         const int64_t n = static_cast<int64_t>(r->prompt_ids.size());
         if (!picked.empty() && budget_tokens > 0 && tokens + n > budget_tokens) break;
         picked.push_back(r.get());

@@ -122,6 +122,8 @@ struct LiveRequest {
     int64_t certain_tokens_left() const;
     int64_t rows() const { return beam_ids.empty() ? 1 : static_cast<int64_t>(beam_ids.size()); }
     bool multi_row() const { return !beam_ids.empty(); }
+    // Seq2seq: still waiting for an encoder job to take its prompt.
+    bool awaiting_encoder() const { return !finished && !encoded && !encoding; }
     // What the batch rows of this request feed the model next, and how the processors see them.
     void append_last_tokens(std::vector<int64_t>& out) const;
     void append_logits_rows(std::vector<sampling::LogitsRow>& out) const;
