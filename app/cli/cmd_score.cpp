@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "jsonl_io.h"
 #include "lorascope/error.h"
+#include "lorascope/json_input.h"
 #include "lorascope/runtime.h"
 #include "lorascope/score.h"
 #include "lorascope/tokenizer.h"
@@ -27,7 +28,7 @@ nlohmann::json score_one(const nlohmann::json& r, Scorer& scorer, const Tokenize
     for (const auto& item : r.items())
         if (item.key() != "id" && item.key() != "source" && item.key() != "input_ids" && item.key() != "target" &&
             item.key() != "labels" && item.key() != "src_lang" && item.key() != "tgt_lang")
-            throw Error(ErrorKind::InvalidArgument, where, "unknown request field \"" + item.key() + "\"");
+            throw Error(ErrorKind::InvalidArgument, where, "unknown request field " + json_excerpt(nlohmann::json(item.key())));
     if (r.contains("source") == r.contains("input_ids"))
         throw Error(ErrorKind::InvalidArgument, where, "give exactly one of \"source\" or \"input_ids\"");
     if (r.contains("target") == r.contains("labels"))

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lorascope/error.h"
+#include "lorascope/json_input.h"
 
 namespace lorascope::serve {
 
@@ -105,7 +106,7 @@ json usage_of(const FinishEvent& f) {
 ParsedRequest parse_openai_chat(const json& body, const ServedModel& model) {
     for (const auto& item : body.items())
         if (!listed(kChatOnly, item.key()) && !listed(kShared, item.key()))
-            invalid("unknown field `" + item.key() + "` for /v1/chat/completions");
+            invalid("unknown field `" + json_key_excerpt(item.key()) + "` for /v1/chat/completions");
     Conversation conversation = conversation_of(body);
     refuse_chat_extras(body);
     bool logprobs = false;

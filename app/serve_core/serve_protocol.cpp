@@ -78,7 +78,7 @@ GenerationParams parse_knobs(const json& knobs, const ServedModel& model, const 
 void allow_keys(const json& o, const std::vector<std::string>& known, const std::string& where) {
     for (const auto& item : o.items())
         if (std::find(known.begin(), known.end(), item.key()) == known.end())
-            invalid("unknown " + where + " `" + item.key() + "` (known: " + join(known) + ")");
+            invalid("unknown " + where + " `" + json_key_excerpt(item.key()) + "` (known: " + join(known) + ")");
 }
 
 // Parameters a LoRAX server accepts but this one does not implement: refused by name rather than

@@ -70,6 +70,7 @@ private Q_SLOTS:
         QTest::addColumn<QString>("json");
         QTest::addColumn<QString>("expected");
         QTest::newRow("unknown field") << R"({"temprature": 0.5})" << "unknown parameter 'temprature'";
+        QTest::newRow("control byte in field") << R"({"top\u0001p": 0.5})" << R"(unknown parameter '"top\u0001p"')";
         QTest::newRow("top_p zero") << R"({"top_p": 0})" << "top_p must be in (0, 1]";
         QTest::newRow("top_p above one") << R"({"top_p": 1.5})" << "top_p must be in (0, 1]";
         QTest::newRow("negative max_new_tokens") << R"({"max_new_tokens": -3})" << "max_new_tokens must be at least 1";

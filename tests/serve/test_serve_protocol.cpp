@@ -84,6 +84,10 @@ private Q_SLOTS:
         QTest::newRow("single stop") << R"({"stop": "owl"})" << "`stop` must be a list of strings";
         QTest::newRow("stop bytes") << (R"({"stop": [")" + QString(200, 'x') + R"("]})") << "a stop sequence of 200 bytes";
         QTest::newRow("unknown adapter") << R"({"adapter_id": "nope"})" << "is not an adapter of this server";
+        // An unknown key is quoted escaped and bounded: the HTTP fuzzer's multi-line error.
+        QTest::newRow("unknown key") << R"({"max_new_token": 3})" << "unknown parameter `max_new_token` (known:";
+        QTest::newRow("newline key") << R"({"max\nnew_tokens": 3})" << R"(unknown parameter `"max\nnew_tokens"` (known:)";
+        QTest::newRow("long key") << (R"({")" + QString(5000, 'k') + R"(": 3})") << (QString(63, 'k') + "...` (known:");
         // Issue 32's fields, with LoRAX's rules.
         QTest::newRow("best_of greedy") << R"({"best_of": 2})" << "you must use sampling when `best_of` is > 1";
         QTest::newRow("best_of seed") << R"({"best_of": 2, "do_sample": true, "seed": 3})" << "`seed` must not be set";
@@ -143,6 +147,7 @@ private Q_SLOTS:
         const json body = {{"inputs", "sort: b a"}, {"parameters", json::parse(parameters.toStdString())}};
         const std::string e = http_error([&] { parse_lorax_request(body, demo_model(), false); });
         QVERIFY2(contains(e, "422 validation") && contains(e, expected.toStdString()), e.c_str());
+        QVERIFY2(e.find('\n') == std::string::npos && e.size() < 2000, e.c_str());
     }
 
     // Issue 26, input 2: max_new_tokens 2^63-1 is answered 422 before the engine sees it.

@@ -38,4 +38,10 @@ nlohmann::json parse_json_input(std::string_view text, const std::string& source
 // parser above, so dumping it is safe; its length is not).
 std::string json_excerpt(const nlohmann::json& value, size_t max_chars = 80);
 
+// An object key from outside the process, for error messages: a short key of printable ASCII
+// as it is, any other (a newline, a control byte, a backtick, non-ASCII, over `max_chars`) as
+// its bounded JSON string. Messages quote unknown keys; a raw one let a client put a newline
+// into a one-line error (the HTTP fuzzer's finding) and echo a megabyte back.
+std::string json_key_excerpt(std::string_view key, size_t max_chars = 64);
+
 }  // namespace lorascope

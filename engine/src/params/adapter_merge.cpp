@@ -8,6 +8,7 @@
 
 #include "lorascope/adapter.h"
 #include "lorascope/error.h"
+#include "lorascope/json_input.h"
 
 namespace lorascope {
 
@@ -81,7 +82,7 @@ AdapterMerge merge_from_json(const Json& o, const std::string& source) {
                 reject(source, "seed must be an integer, 0 or more, got " + v.dump());
             m.seed = v.get<uint64_t>();
         } else {
-            reject(source, "unknown merged_adapters field '" + key +
+            reject(source, "unknown merged_adapters field '" + json_key_excerpt(key) +
                                "' (known: ids, weights, merge_strategy, density, majority_sign_method, seed)");
         }
     }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "lorascope/error.h"
+#include "lorascope/json_input.h"
 #include "lorascope/params_json.h"
 
 namespace lorascope {
@@ -219,7 +220,7 @@ GenerationParams generation_params_from_json(const Json& object, const std::stri
             if (!v.is_string()) wrong_type(source, key, "a language code (a string)", v);
             (key == "src_lang" ? p.src_lang : p.tgt_lang) = v.get<std::string>();
         } else
-            reject(source, "unknown parameter '" + key +
+            reject(source, "unknown parameter '" + json_key_excerpt(key) +
                                "' (known: max_new_tokens, min_new_tokens, do_sample, temperature, top_k, top_p, "
                                "typical_p, min_p, repetition_penalty, no_repeat_ngram_size, num_beams, num_return_sequences, "
                                "length_penalty, early_stopping, stop, seed, ignore_eos, logprobs, top_alternatives, "

@@ -1,5 +1,7 @@
 #include "lorascope/json_input.h"
 
+#include <algorithm>
+
 namespace lorascope {
 
 namespace {
@@ -46,6 +48,14 @@ std::string json_excerpt(const nlohmann::json& value, size_t max_chars) {
         text += "...";
     }
     return text;
+}
+
+std::string json_key_excerpt(std::string_view key, size_t max_chars) {
+    const bool plain = key.size() <= max_chars && std::all_of(key.begin(), key.end(), [](char c) {
+                           return c >= 0x20 && c <= 0x7e && c != '`' && c != '\'';
+                       });
+    if (plain) return std::string(key);
+    return json_excerpt(nlohmann::json(std::string(key)), max_chars);
 }
 
 }  // namespace lorascope
