@@ -95,7 +95,7 @@ void refuse_if_set(const json& o, const char* key, const std::string& why) {
 std::string resolve_adapter(const std::string& name, const ServedModel& model, const char* field) {
     if (name.empty() || name == model.model_id) return "";
     if (std::find(model.adapters.begin(), model.adapters.end(), name) != model.adapters.end()) return name;
-    invalid(std::string("`") + field + "` \"" + name + "\" is not an adapter of this server (loaded: " +
+    invalid(std::string("`") + field + "` " + json_excerpt(json(name)) + " is not an adapter of this server (loaded: " +
             join(model.adapters) + "); lorascope serve loads adapters at start-up with --adapter NAME=DIR, or " +
             "adapter_source \"local\" names one under --adapter-dir");
 }

@@ -88,6 +88,9 @@ private Q_SLOTS:
         QTest::newRow("unknown key") << R"({"max_new_token": 3})" << "unknown parameter `max_new_token` (known:";
         QTest::newRow("newline key") << R"({"max\nnew_tokens": 3})" << R"(unknown parameter `"max\nnew_tokens"` (known:)";
         QTest::newRow("long key") << (R"({")" + QString(5000, 'k') + R"(": 3})") << (QString(63, 'k') + "...` (known:");
+        QTest::newRow("newline adapter") << R"({"adapter_id": "up\nper"})" << R"(`adapter_id` "up\nper" is not an adapter)";
+        QTest::newRow("newline strategy") << R"({"merged_adapters": {"ids": ["upper"], "merge_strategy": "ti\nes"}})"
+                                          << R"(merge_strategy "ti\nes" is not one of)";
         // Issue 32's fields, with LoRAX's rules.
         QTest::newRow("best_of greedy") << R"({"best_of": 2})" << "you must use sampling when `best_of` is > 1";
         QTest::newRow("best_of seed") << R"({"best_of": 2, "do_sample": true, "seed": 3})" << "`seed` must not be set";

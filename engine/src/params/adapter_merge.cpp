@@ -33,13 +33,13 @@ std::string exact(double value) {
 MergeStrategy strategy_from(const std::string& name, const std::string& source) {
     for (MergeStrategy s : {MergeStrategy::Linear, MergeStrategy::Ties, MergeStrategy::DareLinear, MergeStrategy::DareTies})
         if (name == to_string(s)) return s;
-    reject(source, "merge_strategy \"" + name + "\" is not one of linear, ties, dare_linear, dare_ties");
+    reject(source, "merge_strategy " + json_excerpt(Json(name)) + " is not one of linear, ties, dare_linear, dare_ties");
 }
 
 MajoritySignMethod sign_method_from(const std::string& name, const std::string& source) {
     for (MajoritySignMethod m : {MajoritySignMethod::Total, MajoritySignMethod::Frequency})
         if (name == to_string(m)) return m;
-    reject(source, "majority_sign_method \"" + name + "\" is not one of total, frequency");
+    reject(source, "majority_sign_method " + json_excerpt(Json(name)) + " is not one of total, frequency");
 }
 
 double number(const Json& v, const std::string& field, const std::string& source) {
