@@ -6,6 +6,7 @@
 #include "lorascope/adapter.h"
 #include "lorascope/chat.h"
 #include "lorascope/error.h"
+#include "lorascope/json_input.h"
 #include "lorascope/params_json.h"
 
 namespace lorascope::cli {
@@ -87,7 +88,7 @@ Request parse_request(const json& r, const std::string& source, std::string_view
     for (const auto& item : r.items()) {
         const auto& k = item.key();
         if (std::find(std::begin(known), std::end(known), k) == std::end(known))
-            throw Error(ErrorKind::InvalidArgument, source, "unknown request field \"" + k + "\"");
+            throw Error(ErrorKind::InvalidArgument, source, "unknown request field " + json_excerpt(json(k)));
     }
     if (int(r.contains("prompt")) + int(r.contains("input_ids")) + int(r.contains("messages")) != 1)
         throw Error(ErrorKind::InvalidArgument, source, "give exactly one of \"prompt\", \"input_ids\" or \"messages\"");
