@@ -1,7 +1,7 @@
 // The batching core's contract beyond numerics: the KV cache moves no bytes on joins and leaves,
 // queues what does not fit, the per-step prefill budget keeps every request's tokens unchanged,
-// cancel_all leaves later submissions alone, client ids are echoed, and replacing the stats
-// listener waits for a call in flight.
+// cancel_all leaves later submissions alone, client ids are echoed, replacing the stats listener
+// waits for a call in flight, and a latency target sizes even the first wave by measured steps.
 #include <QtTest>
 
 #include <atomic>
@@ -99,6 +99,26 @@ private Q_SLOTS:
         QVERIFY(joined >= static_cast<int64_t>(v.records["prompts"].size()));
         QVERIFY(prefilled > 0);
         QCOMPARE(log.steps.back().kv_blocks_used, int64_t(0));
+    }
+
+    // Under a target the engine times decoding steps before it takes requests, so that the first
+    // wave is sized by a measure: against a target no step can meet, every step holds one row, the
+    // first included (unmeasured, the first wave was the batch size), and every request still
+    // gets HF's tokens.
+    void a_target_sizes_the_first_wave_by_measured_steps_data() { variants_data(); }
+    void a_target_sizes_the_first_wave_by_measured_steps() {
+        QFETCH(QString, variant);
+        const auto v = test::load_variant(variant.toStdString());
+        QVERIFY(v.records["prompts"].size() >= 2);
+        auto options = test::engine_options(v.dir);
+        options.tpot_target_ms = 1e-6;
+        auto engine = Engine::create(options);
+        StatsLog log;
+        log.attach(*engine);
+        run_all_and_compare(*engine, v);
+        engine->set_stats_listener(nullptr);
+        QVERIFY(!log.steps.empty());
+        for (const auto& s : log.steps) QCOMPARE(s.rows, int64_t(1));
     }
 
     // A prefill budget far below the prompts' lengths, with a row already decoding (the budget

@@ -213,7 +213,9 @@ struct EngineOptions {
     // far its steps have strayed from their predictions); newcomers wait for rows to leave
     // rather than slow the running rows down. Fewer rows give faster steps; more rows give earlier
     // first tokens and more throughput where steps are memory-bound. 0: no target. Needs the budget
-    // in time and continuous batching.
+    // in time and continuous batching. With a target, create() also times two throwaway decoding
+    // steps (one row, max_batch_size rows) before it returns, so that the first requests are
+    // admitted under a measured limit: rows once admitted cannot be sent back.
     double tpot_target_ms = 0;
     // The target is a 95th percentile (the per-token p95 the reports give): up to this share of
     // token gaps may run over it, spent on steps that prefill the waiting newcomers whole (at most

@@ -3,6 +3,7 @@
 // batch_runner.cpp, which keeps the step, joining, decoding and leaving; the class is one
 // (engine/batch_runner.h).
 #include "engine/batch_runner.h"
+#include "engine/decode_calibration.h"
 
 #include <algorithm>
 
@@ -126,6 +127,11 @@ int64_t BatchRunner::row_limit(int64_t prompt_tokens, int64_t max_rows) const {
         unit_ms = costs_.prefill.predict(static_cast<double>(piece));
     }
     return batching::row_limit(costs_, policy(), max_rows, unit_ms, last_step_);
+}
+
+void BatchRunner::calibrate(int64_t max_rows) {
+    if (!time_budget() || time_policy_.target_ms <= 0 || costs_.decode.ready()) return;
+    calibrate_decode(model_, max_rows, costs_.decode);
 }
 
 // Newcomers that asked for their prompt's log-probabilities get them before their prefill.

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <thread>
 
@@ -98,6 +99,7 @@ public:
           runner_(*model_, pool_, tokenizer_.get(), options.static_batching ? 0 : options.prefill_budget_tokens,
                   options.static_batching ? 0 : options.prefill_chunk_tokens, time_policy(options)) {
         thread_ = std::thread([this] { run(); });
+        started_.get_future().wait();   // requests' clocks start once the engine has (calibrate())
     }
 
     ~EngineImpl() override {
@@ -164,6 +166,7 @@ public:
 
 private:
     void run();
+    void calibrate();
     void take(engine_detail::Inbox& inbox);
     void step();
     bool has_work() const { return !scheduler_.empty() || !runner_.empty(); }
@@ -185,12 +188,14 @@ private:
     engine_detail::BatchRunner runner_;
     int64_t step_ = 0;
     std::optional<engine_detail::ComputeThreads> threads_;  // made on the engine thread
+    std::promise<void> started_;   // set by the engine thread once it can take requests
     std::thread thread_;
 };
 
 void EngineImpl::run() {
     threads_.emplace(options_.threads, options_.adaptive_threads, products_on_pool_);
     c10::InferenceMode inference_mode;  // thread-local: must be entered on this thread
+    calibrate();
     while (true) {
         engine_detail::Inbox inbox = mailbox_.wait(has_work());
         if (inbox.stop) break;
@@ -199,6 +204,19 @@ void EngineImpl::run() {
         mailbox_.set_idle(!has_work());
     }
     shut_down();
+}
+
+// Under a target, the first wave's row limit needs a measured decoding step
+// (engine/decode_calibration.h), timed here on the threads the steps use; create() waits for it.
+// A failure leaves the fit empty: the first wave is then the batch size, as before.
+void EngineImpl::calibrate() {
+    if (options_.tpot_target_ms > 0 && !options_.static_batching) {
+        try {
+            runner_.calibrate(options_.max_batch_size);
+        } catch (const std::exception&) {
+        }
+    }
+    started_.set_value();
 }
 
 void EngineImpl::take(engine_detail::Inbox& inbox) {

@@ -1,0 +1,31 @@
+#include "engine/decode_calibration.h"
+
+#include <chrono>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+namespace lorascope::engine_detail {
+
+double time_decode_step(const models::Model& model, int64_t rows) {
+    const auto device = model.options().device();
+    const std::vector<std::vector<int64_t>> prompts(static_cast<size_t>(rows), std::vector<int64_t>{0});
+    auto [state, logits] = model.prefill(models::TokenBatch::from_rows(prompts, model.pad_token_id(), device));
+    at::Tensor tokens = logits.argmax(-1);
+    double ms = 0;
+    for (int i = 0; i < 2; ++i) {
+        const auto started = std::chrono::steady_clock::now();
+        // The token choice and its copy to the host are part of a step (and wait for a GPU).
+        tokens = model.decode_step(state, tokens).argmax(-1);
+        (void)tokens.to(at::kCPU);
+        ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    }
+    return ms;
+}
+
+void calibrate_decode(const models::Model& model, int64_t max_rows, batching::CostFit& fit) {
+    fit.add(1, time_decode_step(model, 1));
+    if (max_rows > 1) fit.add(static_cast<double>(max_rows), time_decode_step(model, max_rows));
+}
+
+}  // namespace lorascope::engine_detail
