@@ -47,13 +47,13 @@ struct SimResult {
 // [1 - noise / 3, 1 + noise] (seeded), skewed upwards as a shared CPU's steps are; `margin`: the
 // policy plans with the margin of the steps' spread, as the engine does (StepSpread).
 // Under a target the costs start as the engine's do: with a decoding step of one row and one of a
-// full batch measured before any request (engine/decode_calibration.h); `calibrated` false: empty.
+// full batch measured before any request (StepCosts::decode_prior); `calibrated` false: without.
 SimResult simulate(std::deque<SimRequest> queue, const TimePolicy& base, double noise = 0, bool margin = false,
                    bool calibrated = true) {
     StepCosts costs;
     if (calibrated && base.target_ms > 0) {
-        costs.decode.add(1, decode_ms(1));
-        costs.decode.add(kMaxRows, decode_ms(kMaxRows));
+        costs.decode_prior.add(1, decode_ms(1));
+        costs.decode_prior.add(kMaxRows, decode_ms(kMaxRows));
     }
     std::vector<SimRequest> prefilling, decoding;
     SimResult out;
@@ -363,12 +363,16 @@ private Q_SLOTS:
     // mean prompt without a tail share; 20 rows with one).
     void with_a_target_the_first_wave_is_sized_by_measured_steps() {
         StepCosts costs;
-        costs.decode.add(1, decode_ms(1));
-        costs.decode.add(kMaxRows, decode_ms(kMaxRows));
+        costs.decode_prior.add(1, decode_ms(1));
+        costs.decode_prior.add(kMaxRows, decode_ms(kMaxRows));
         TimePolicy tail{decode_ms(20)};
         tail.tail_share = kTailShare;
         const int64_t first = row_limit(costs, tail, kMaxRows, 0.0);   // 1 + 0.2 r <= 5: r <= 20
         QVERIFY(first >= 19 && first <= 20);
+        QCOMPARE(row_limit(costs, TimePolicy{}, kMaxRows, 0.0), kMaxRows);   // no target: no limit
+        // Once a step has decoded, its measure stands alone: 2 ms for 2 rows reads 1 ms a row.
+        costs.decode.add(2, 2.0);
+        QCOMPARE(row_limit(costs, tail, kMaxRows, 0.0), int64_t(5));
         for (const double share_allowed : {0.0, kTailShare}) {
             TimePolicy base{decode_ms(20)};
             base.tail_share = share_allowed;

@@ -112,6 +112,12 @@ private:
 // The kinds of step work the engine measures, and how far whole steps stray from them.
 struct StepCosts {
     CostFit decode;    // a step without its prefill: x = rows decoded (everything else is in a)
+    // Decoding steps timed before any request, on throwaway one-token prompts (under a target:
+    // engine/decode_calibration.h): the row limit's measure until `decode` has a sample, and no
+    // longer. Their short context makes them cheaper than the steps that follow (and their
+    // 32-row step made a fit that kept them admit rows a Poisson stream's real steps could not
+    // hold: W6's T5, one round's per-token p95 1.36x the target).
+    CostFit decode_prior;
     CostFit prefill;   // one decoder-only prefill pass: x = positions computed (padding included)
     CostFit encoder;   // one run of encoder units: x = units x padded positions of a unit
     StepSpread spread; // whole steps: actual / (decode + prefill predicted when they were planned)

@@ -47,9 +47,10 @@ int64_t work_within(const CostFit& fit, double ms, int64_t cold) {
 
 int64_t row_limit(const StepCosts& costs, const TimePolicy& policy, int64_t max_rows, double unit_ms,
                   const StepSeen& last) {
-    if (policy.target_ms <= 0 || !costs.decode.ready()) return max_rows;
+    const CostFit& decode = costs.decode.ready() ? costs.decode : costs.decode_prior;
+    if (policy.target_ms <= 0 || !decode.ready()) return max_rows;
     if (policy.tail_share > 0) unit_ms = 0;
-    const double rows = costs.decode.largest_within(policy.target_ms - std::max(0.0, unit_ms));
+    const double rows = decode.largest_within(policy.target_ms - std::max(0.0, unit_ms));
     int64_t limit = rows >= static_cast<double>(max_rows) ? max_rows : std::max<int64_t>(1, static_cast<int64_t>(std::floor(rows)));
     if (last.rows > 0 && last.ms + std::max(0.0, unit_ms) <= policy.target_ms)
         limit = std::max(limit, std::min(max_rows, last.rows + 1));

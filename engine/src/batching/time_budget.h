@@ -103,9 +103,9 @@ int64_t work_within(const CostFit& fit, double ms, int64_t cold);
 // With a target: the rows the batch may hold, counting those being prefilled: the most whose
 // decoding step plus `unit_ms` (one unit of a newcomer's prefill; none with a tail share, whose
 // bulk steps prefill instead) stays within the target, at
-// least 1 and at most `max_rows`. `max_rows` without a target or before the decode fit has a
-// sample (under a target the engine times two decoding steps before it takes requests, so that
-// the first wave has a measured limit: engine/decode_calibration.h).
+// least 1 and at most `max_rows`. Before the decode fit has a sample, the steps timed before any
+// request (StepCosts::decode_prior) stand for it, so that the first wave has a measured limit;
+// `max_rows` without a target or without either.
 // `last`: the last step that decoded, as measured. When it ran within the target with room for
 // `unit_ms`, the limit is at least one row more than it had, whatever the fit says: a fit that has
 // only seen a few rows cannot tell what more would cost (its slope leans to the proportional line,

@@ -53,8 +53,8 @@ public:
     // INT64_MAX without a target.
     int64_t row_limit(int64_t prompt_tokens, int64_t max_rows) const;
     // Under a time-per-token target, before any request: times throwaway decoding steps of 1 and
-    // `max_rows` rows into the decode fit (engine/decode_calibration.h), so that the first wave is
-    // admitted under a measured row limit. Nothing otherwise.
+    // `max_rows` rows (engine/decode_calibration.h) into StepCosts::decode_prior, so that the first
+    // wave is admitted under a measured row limit. Nothing otherwise.
     void calibrate(int64_t max_rows);
     const batching::StepCosts& costs() const { return costs_; }
 

@@ -7,7 +7,8 @@
 // measured step cost the prefill that an idle step does for free: the growth steps prefilled
 // beside decoding rows, spent the tail share (time_budget.h) and left the second wave waiting
 // (W6's BLOOM at a 160 ms target: TTFT p50 12.5 s against 3.7 s, tokens/s 0.80x). So the engine
-// times throwaway decoding steps, of one row and of a full batch, when it starts.
+// times throwaway decoding steps, of one row and of a full batch, when it starts; they stand in for
+// the fit until its first sample (StepCosts::decode_prior). docs/benchmarks.md, issue 33.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +24,7 @@ namespace lorascope::engine_detail {
 double time_decode_step(const models::Model& model, int64_t rows);
 
 // Adds a step of 1 row and one of `max_rows` to `fit`: two sizes give it a slope and a fixed cost
-// (one sample alone predicts proportionally). The steps the engine runs replace them within a few
-// dozen samples (the fit's half-life).
+// (one sample alone predicts proportionally).
 void calibrate_decode(const models::Model& model, int64_t max_rows, batching::CostFit& fit);
 
 }  // namespace lorascope::engine_detail
