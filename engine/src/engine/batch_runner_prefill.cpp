@@ -130,7 +130,7 @@ int64_t BatchRunner::row_limit(int64_t prompt_tokens, int64_t max_rows) const {
 }
 
 void BatchRunner::calibrate(int64_t max_rows) {
-    if (!time_budget() || time_policy_.target_ms <= 0 || costs_.decode.ready()) return;
+    if (!time_budget() || time_policy_.target_ms <= 0 || costs_.decode_prior.ready()) return;
     calibrate_decode(model_, max_rows, costs_.decode_prior);
 }
 

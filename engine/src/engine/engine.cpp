@@ -207,14 +207,13 @@ void EngineImpl::run() {
 }
 
 // Under a target, the first wave's row limit needs a measured decoding step
-// (engine/decode_calibration.h), timed here on the threads the steps use; create() waits for it.
-// A failure leaves the fit empty: the first wave is then the batch size, as before.
+// (engine/decode_calibration.h; BatchRunner::calibrate does nothing without a target), timed here
+// on the threads the steps use; create() waits for it. A failure leaves nothing measured: the first
+// wave is then the batch size, as before.
 void EngineImpl::calibrate() {
-    if (options_.tpot_target_ms > 0 && !options_.static_batching) {
-        try {
-            runner_.calibrate(options_.max_batch_size);
-        } catch (const std::exception&) {
-        }
+    try {
+        runner_.calibrate(options_.max_batch_size);
+    } catch (const std::exception&) {
     }
     started_.set_value();
 }
