@@ -36,6 +36,7 @@ struct SimResult {
     std::vector<double> step_ms;       // of steps with decoding rows, after the first 3
     std::vector<double> bound_ms;      // what each of those may take: the cap (plus one forced unit) or the target
     int64_t gaps = 0, over_gaps = 0;   // token gaps (rows decoding after their first token); those in steps over the target
+    int64_t tolerated_over_gaps = 0;   // under a target: those in steps over it by more than the policy's tolerance
     int64_t bulk_steps = 0;
     double longest_step_ms = 0;
 };
@@ -136,9 +137,11 @@ SimResult simulate(std::deque<SimRequest> queue, const TimePolicy& base, double 
         }
         if (r > 0 && policy.target_ms > 0) {
             const bool over = step_decode_ms + prefill_ms > policy.target_ms * (1 + 1e-9);
-            costs.tail.add(rows_before_join, over);
+            const bool counted = policy.tail_over(step_decode_ms + prefill_ms);   // as the engine counts it
+            costs.tail.add(rows_before_join, counted);
             out.gaps += rows_before_join;
             out.over_gaps += over ? rows_before_join : 0;
+            out.tolerated_over_gaps += counted ? rows_before_join : 0;
             if (rows_before_join > 0) out.longest_step_ms = std::max(out.longest_step_ms, step_decode_ms + prefill_ms);
         }
         if (step >= 3 && r > 0 && !allowance.unlimited && !allowance.bulk) {
@@ -462,6 +465,33 @@ private Q_SLOTS:
             // A bulk step's prefill fits its budget; the rows that join in it add their decoding.
             const double bound = kBulkTargets * tail.target_ms + kDecodePerRow * static_cast<double>(kMaxRows);
             QVERIFY2(b.longest_step_ms <= bound, qPrintable(QString::number(b.longest_step_ms)));
+        }
+    }
+
+    // A full batch's steps of decoding alone run up to 4.5% past the target (a shared CPU's noise,
+    // skewed upwards). Counted over the target in full, that noise spends the tail's share and
+    // the bulk steps that refill the batch stop: the rows drain while requests wait. Counted only
+    // past the tolerance (5%), the batch keeps its rows, and the gaps past the tolerance stay within
+    // the share: the per-token p95 within 1.05x of the target.
+    void noise_within_the_tolerance_leaves_the_tail_to_bulk_steps() {
+        TimePolicy counted{decode_ms(kMaxRows)};
+        counted.tail_share = kTailShare;
+        counted.tail_tolerance = 0;
+        TimePolicy tolerant = counted;
+        tolerant.tail_tolerance = kTailTolerance;
+        QVERIFY(tolerant.tail_over(counted.target_ms * 1.06) && !tolerant.tail_over(counted.target_ms * 1.04));
+        QVERIFY(counted.tail_over(counted.target_ms * 1.01));
+        for (uint32_t seed : {1u, 2u, 3u}) {
+            const SimResult a = simulate(w6_like(seed), counted, 0.045, true);
+            const SimResult b = simulate(w6_like(seed), tolerant, 0.045, true);
+            QCOMPARE(b.finished, int64_t(128));
+            const double rows_a = a.queued_row_steps / static_cast<double>(a.queued_steps);
+            const double rows_b = b.queued_row_steps / static_cast<double>(b.queued_steps);
+            QVERIFY2(b.bulk_steps > a.bulk_steps, qPrintable(QStringLiteral("%1 bulk steps against %2").arg(b.bulk_steps).arg(a.bulk_steps)));
+            QVERIFY2(rows_b > rows_a + 2, qPrintable(QStringLiteral("%1 rows against %2").arg(rows_b).arg(rows_a)));
+            // Held over a window of recent gaps (GapTail); over a whole run it strays a little past.
+            const double share = static_cast<double>(b.tolerated_over_gaps) / static_cast<double>(b.gaps);
+            QVERIFY2(share <= kTailShare * 1.15, qPrintable(QString::number(share)));
         }
     }
 

@@ -222,6 +222,10 @@ struct EngineOptions {
     // 8 targets long, when the recent gaps over the target leave room for one more such step), so
     // that the batch holds the rows whose decoding fits the target instead of keeping room for
     // prefill in every step. 0: every step stays within the target (fewer rows). In [0, 0.2].
+    // A gap counts as over when its step passed the target by more than 5% of it: steps of decoding
+    // alone planned up to the target run a few percent either side of it on a shared CPU, and that
+    // noise left no share to the steps that refill the batch. So the per-token p95 may land up to
+    // ~1.05x of the target (docs/benchmarks.md, issue 33).
     // Without a target, such steps drain a backlog of prompts that capped steps would take more than
     // 7 steps over, within at most 0.02 of the gaps (0: no step passes the cap but to fill the batch).
     double tpot_tail_share = 0.04;

@@ -69,7 +69,8 @@ private:
 };
 
 // The token gaps decoded so far and how many ran over a target: one per row that decoded in a step
-// after its first token, counted as over when the step's time passed the target. Both decay with a
+// after its first token, counted as over as the caller says (the engine: when the step's time passed
+// the target by more than TimePolicy::tail_tolerance, batching/time_budget.h). Both decay with a
 // half-life of `half_life` gaps, so that a long quiet stretch does not bank a tail that a burst then
 // spends in a row of bulk steps (4096: the share is held over about 5900 gaps, 185 steps of 32 rows,
 // more than W6's BLOOM has in all).
