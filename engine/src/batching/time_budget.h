@@ -66,9 +66,10 @@ constexpr double kTailShare = 0.04;
 // Under a target, the tail counts a gap as over when its step ran past the target by more than this
 // share of it. A step of decoding alone planned up to the target runs a few percent either side of
 // it by the noise of a shared CPU, and counted in full that noise spent the share the bulk steps
-// live on: W6's BLOOM at a 173.8 ms target (the Xeon), in 3 of 7 runs 2.6-4% of the gaps were in
-// decode-only steps over the target and none over 1.05x of it, and one such run prefilled nothing
-// for ~100 steps while 24 admitted newcomers waited and its rows drained from 30 to 6. Held this
+// live on: W6's BLOOM at a 173.8 ms target (the Xeon), 7 runs: 0.7-4% of all gaps were in
+// decode-only steps over the target and 0-2% past 1.05x of it (a run in a neighbour's burst: 20%
+// and 14%), and one with 4% over, none past 1.05x, prefilled nothing from step 18 to step 121
+// while its rows drained from 32 to 6. Held this
 // way, the gaps past 1.05x the target are what the share holds, so the per-token p95 may land up to
 // ~1.05x of it (W6, 14 rounds on the Xeon: 0.93-1.06x, and one T5 round 1.34x, unexplained).
 constexpr double kTailTolerance = 0.05;
