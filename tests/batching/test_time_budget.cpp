@@ -36,7 +36,7 @@ struct SimResult {
     std::vector<double> step_ms;       // of steps with decoding rows, after the first 3
     std::vector<double> bound_ms;      // what each of those may take: the cap (plus one forced unit) or the target
     int64_t gaps = 0, over_gaps = 0;   // token gaps (rows decoding after their first token); those in steps over the target
-    int64_t tolerated_over_gaps = 0;   // under a target: those in steps over it by more than the policy's tolerance
+    int64_t counted_over_gaps = 0;     // under a target: those the tail counts (steps past it by more than the tolerance)
     int64_t bulk_steps = 0;
     double longest_step_ms = 0;
 };
@@ -141,7 +141,7 @@ SimResult simulate(std::deque<SimRequest> queue, const TimePolicy& base, double 
             costs.tail.add(rows_before_join, counted);
             out.gaps += rows_before_join;
             out.over_gaps += over ? rows_before_join : 0;
-            out.tolerated_over_gaps += counted ? rows_before_join : 0;
+            out.counted_over_gaps += counted ? rows_before_join : 0;
             if (rows_before_join > 0) out.longest_step_ms = std::max(out.longest_step_ms, step_decode_ms + prefill_ms);
         }
         if (step >= 3 && r > 0 && !allowance.unlimited && !allowance.bulk) {
@@ -471,8 +471,8 @@ private Q_SLOTS:
     // A full batch's steps of decoding alone run up to 4.5% past the target (a shared CPU's noise,
     // skewed upwards). Counted over the target in full, that noise spends the tail's share and
     // the bulk steps that refill the batch stop: the rows drain while requests wait. Counted only
-    // past the tolerance (5%), the batch keeps its rows, and the gaps past the tolerance stay within
-    // the share: the per-token p95 within 1.05x of the target.
+    // past the tolerance (5%), the batch keeps its rows, and the gaps past the tolerance stay near
+    // the share (the per-token p95 may land up to ~1.05x of the target).
     void noise_within_the_tolerance_leaves_the_tail_to_bulk_steps() {
         TimePolicy counted{decode_ms(kMaxRows)};
         counted.tail_share = kTailShare;
@@ -490,7 +490,7 @@ private Q_SLOTS:
             QVERIFY2(b.bulk_steps > a.bulk_steps, qPrintable(QStringLiteral("%1 bulk steps against %2").arg(b.bulk_steps).arg(a.bulk_steps)));
             QVERIFY2(rows_b > rows_a + 2, qPrintable(QStringLiteral("%1 rows against %2").arg(rows_b).arg(rows_a)));
             // Held over a window of recent gaps (GapTail); over a whole run it strays a little past.
-            const double share = static_cast<double>(b.tolerated_over_gaps) / static_cast<double>(b.gaps);
+            const double share = static_cast<double>(b.counted_over_gaps) / static_cast<double>(b.gaps);
             QVERIFY2(share <= kTailShare * 1.15, qPrintable(QString::number(share)));
         }
     }

@@ -69,9 +69,9 @@ constexpr double kTailShare = 0.04;
 // live on: W6's BLOOM at a 173.8 ms target (the Xeon), 7 runs: 0.7-4% of all gaps were in
 // decode-only steps over the target and 0-2% past 1.05x of it (a run in a neighbour's burst: 20%
 // and 14%), and one with 4% over, none past 1.05x, prefilled nothing from step 18 to step 121
-// while its rows drained from 32 to 6. Held this
-// way, the gaps past 1.05x the target are what the share holds, so the per-token p95 may land up to
-// ~1.05x of it (W6, 14 rounds on the Xeon: 0.93-1.06x, and one T5 round 1.34x, unexplained).
+// while its rows drained from 32 to 6. Held this way, the gaps past 1.05x the target are what the
+// share holds, so the per-token p95 may land up to ~1.05x of it (W6, 14 rounds on the Xeon:
+// 0.93-1.06x, and one T5 round 1.34x, unexplained).
 constexpr double kTailTolerance = 0.05;
 // A bulk step prefills at most this many targets' worth: a burst of 31 BLOOM newcomers' whole
 // prompts is ~2600 ms, which a streaming user sees as a stall.
