@@ -70,10 +70,11 @@ const char* const kUsage =
     "          (at most 8 decoding steps long each; --tpot-tail-share 0: never); --tpot-target-ms MS: instead, keep the running requests' per-token\n"
     "          p95 within MS: rows and prefill are admitted as the steps' measured costs allow, and up to\n"
     "          --tpot-tail-share S (default 0.04; 0 = every step within MS) of the token gaps may pass MS in\n"
-    "          steps that prefill the waiting newcomers whole (at most 8 x MS long), counting a gap as over\n"
-    "          when its step passes MS by more than 5% (the noise of steps planned at MS), so the p95\n"
-    "          may land up to ~1.05 x MS; the engine times two throwaway decoding steps when it starts,\n"
-    "          so that the first requests are admitted as they allow;\n"
+    "          steps that prefill the waiting newcomers whole (at most 8 x MS long; while requests queue\n"
+    "          behind them, only once their gaps over MS are within S of the gaps the newcomers will\n"
+    "          decode), counting a gap as over when its step passes MS by more than 5% (the noise of\n"
+    "          steps planned at MS), so the p95 may land up to ~1.05 x MS; the engine times two\n"
+    "          throwaway decoding steps when it starts, so that the first requests are admitted as they allow;\n"
     "          --prefill-budget TOKENS: at most TOKENS prompt tokens per step (0 = no limit);\n"
     "          --prefill-chunk: decoder-only prompt chunks (default: the token budget, at least 128; 32 under a target)\n"
     "  --threads N: compute threads (default: all cores); --thread-policy adaptive (default): at most N, fewer while\n"
@@ -138,6 +139,9 @@ json stats_line(const StepStats& s) {
             {"cache_bytes_moved", s.cache_bytes_moved},
             {"cache_bytes_prefilled", s.cache_bytes_prefilled},
             {"queue_depth", s.queue_depth},
+            {"row_limit", s.row_limit},
+            {"prefill_margin", s.prefill_margin},
+            {"bulk_prefill", s.bulk_prefill},
             {"adapter_bytes", s.adapter_bytes},
             {"rows_per_adapter", per_adapter},
             {"row_requests", s.row_requests},

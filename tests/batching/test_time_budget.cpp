@@ -38,6 +38,7 @@ struct SimResult {
     int64_t gaps = 0, over_gaps = 0;   // token gaps (rows decoding after their first token); those in steps over the target
     int64_t counted_over_gaps = 0;     // under a target: those the tail counts (steps past it by more than the tolerance)
     int64_t bulk_steps = 0;
+    int64_t bulk_gaps = 0;             // under a target: token gaps in steps that prefilled past the plan (bulk)
     double longest_step_ms = 0;
 };
 
@@ -84,6 +85,8 @@ SimResult simulate(std::deque<SimRequest> queue, const TimePolicy& base, double 
         for (const auto& p : prefilling) certain += std::max<int64_t>(0, p.new_tokens - 1);
         StepRows step_rows{static_cast<int64_t>(decoding.size()), static_cast<int64_t>(prefilling.size()),
                            prefilling.empty() ? 0 : 1, certain};
+        for (const auto& p : prefilling) step_rows.waiting_gaps += static_cast<double>(std::max<int64_t>(0, p.new_tokens - 1));
+        step_rows.queued = static_cast<int64_t>(queue.size());
         if (costs.encoder.ready()) {   // the waiting prompts' units left, as the engine predicts them
             double left = 0;
             for (const auto& p : prefilling) left += static_cast<double>((kUnits - p.units_done) * p.prompt);
@@ -139,6 +142,9 @@ SimResult simulate(std::deque<SimRequest> queue, const TimePolicy& base, double 
             const bool over = step_decode_ms + prefill_ms > policy.target_ms * (1 + 1e-9);
             const bool counted = policy.tail_over(step_decode_ms + prefill_ms);   // as the engine counts it
             costs.tail.add(rows_before_join, counted);
+            const bool bulk = (allowance.unlimited || allowance.bulk) && prefill_ms > 0;
+            costs.bulk.add(rows_before_join, bulk);
+            out.bulk_gaps += bulk ? rows_before_join : 0;
             out.gaps += rows_before_join;
             out.over_gaps += over ? rows_before_join : 0;
             out.counted_over_gaps += counted ? rows_before_join : 0;
@@ -488,10 +494,83 @@ private Q_SLOTS:
             const double rows_a = a.queued_row_steps / static_cast<double>(a.queued_steps);
             const double rows_b = b.queued_row_steps / static_cast<double>(b.queued_steps);
             QVERIFY2(b.bulk_steps > a.bulk_steps, qPrintable(QStringLiteral("%1 bulk steps against %2").arg(b.bulk_steps).arg(a.bulk_steps)));
-            QVERIFY2(rows_b > rows_a + 2, qPrintable(QStringLiteral("%1 rows against %2").arg(rows_b).arg(rows_a)));
+            // 1.9-3.8 rows more (seeds 1-3); bulk steps worth their gaps spend less of the share,
+            // so counting the noise in full costs fewer rows than before them (more than 2).
+            QVERIFY2(rows_b > rows_a + 1.5, qPrintable(QStringLiteral("%1 rows against %2").arg(rows_b).arg(rows_a)));
             // Held over a window of recent gaps (GapTail); over a whole run it strays a little past.
             const double share = static_cast<double>(b.counted_over_gaps) / static_cast<double>(b.gaps);
             QVERIFY2(share <= kTailShare * 1.15, qPrintable(QString::number(share)));
+        }
+    }
+
+    // Under a target a bulk step runs only when its decoding rows' gaps are within the share of the
+    // gaps its newcomers will decode, paid by the tail or, when noise has spent that, by the bulk
+    // steps' own part of the share (GapTail `bulk`, their gaps alone).
+    void bulk_steps_are_worth_their_gaps_and_keep_a_share_of_their_own() {
+        StepCosts costs;
+        for (int r = 1; r <= 32; ++r) costs.decode.add(r, decode_ms(r));
+        TimePolicy tail{decode_ms(kMaxRows)};
+        tail.tail_share = kTailShare;
+        costs.tail.add(1000, false);
+        costs.tail.add(100, true);    // 9% over: the tail affords nothing
+        costs.bulk.add(1100, false);  // and no bulk step yet
+        StepRows rows{12, 10, 1, 0};
+        rows.queued = 40;             // more requests wait behind them
+        rows.waiting_gaps = 670;      // worth: 12 <= 0.04 x 670 = 26.8; paid: 12 <= 0.02 x 1112
+        const auto own = prefill_allowance(costs, tail, rows);
+        QVERIFY(own.bulk && !own.unlimited && !own.forced);
+        QVERIFY(qAbs(own.ms - (kBulkTargets * tail.target_ms - decode_ms(13))) < 0.02);
+        rows.decoding = 20;
+        rows.waiting_gaps = 400;      // 20 > 0.04 x 400 = 16: not worth its gaps (paid: 20 <= 0.02 x 1120)
+        QVERIFY(!prefill_allowance(costs, tail, rows).bulk);
+        rows.queued = 0;              // unless nobody waits behind them: no more newcomers to wait for
+        QVERIFY(prefill_allowance(costs, tail, rows).bulk);
+        rows.queued = 40;
+        rows.decoding = 12;
+        rows.waiting_gaps = 0;        // the newcomers' lengths unknown: paid is enough
+        QVERIFY(prefill_allowance(costs, tail, rows).bulk);
+        rows.waiting_gaps = 670;
+        TimePolicy none = tail;
+        none.bulk_share = 0;          // no share of their own
+        QVERIFY(!prefill_allowance(costs, none, rows).bulk);
+        StepCosts spent = costs;
+        spent.bulk.add(23, true);     // bulk steps spent it: 35 > 0.02 x 1135
+        QVERIFY(!prefill_allowance(spent, tail, rows).bulk);
+        // A tail that affords the step does not make it worth its gaps.
+        StepCosts quiet;
+        quiet.decode = costs.decode;
+        quiet.tail.add(1100, false);
+        rows = {20, 1, 1, 0};
+        rows.queued = 40;
+        rows.waiting_gaps = 7;        // 20 > 0.04 x 7
+        QVERIFY(!prefill_allowance(quiet, tail, rows).bulk);
+        rows.waiting_gaps = 600;      // 20 <= 0.04 x 600, and 20 <= 0.04 x 1120
+        QVERIFY(prefill_allowance(quiet, tail, rows).bulk);
+    }
+
+    // A machine whose steps run up to 30% over what they cost (skewed upwards, a neighbour's bursts):
+    // the noise spends the tail (5.7-7.5% of all gaps counted over). Without a share of their own
+    // the bulk steps that refill the batch stop once it has; with one, the batch keeps more rows
+    // while requests wait (2.7-5.3 more, seeds 1-3), the gaps in bulk steps stay within the tail's
+    // share (~2%), and every request finishes.
+    void with_the_tail_spent_by_noise_bulk_steps_hold_the_rows() {
+        TimePolicy none{decode_ms(kMaxRows)};
+        none.tail_share = kTailShare;
+        none.bulk_share = 0;
+        TimePolicy own = none;
+        own.bulk_share = kBulkShare;
+        for (uint32_t seed : {1u, 2u, 3u}) {
+            const SimResult a = simulate(w6_like(seed), none, 0.3, true);
+            const SimResult b = simulate(w6_like(seed), own, 0.3, true);
+            QCOMPARE(b.finished, int64_t(128));
+            const double rows_a = a.queued_row_steps / static_cast<double>(a.queued_steps);
+            const double rows_b = b.queued_row_steps / static_cast<double>(b.queued_steps);
+            QVERIFY2(b.bulk_steps > a.bulk_steps, qPrintable(QStringLiteral("%1 bulk steps against %2").arg(b.bulk_steps).arg(a.bulk_steps)));
+            QVERIFY2(rows_b > rows_a + 2, qPrintable(QStringLiteral("%1 rows against %2").arg(rows_b).arg(rows_a)));
+            const double counted = static_cast<double>(a.counted_over_gaps) / static_cast<double>(a.gaps);
+            QVERIFY2(counted > kTailShare, qPrintable(QString::number(counted)));   // the noise spent the tail
+            const double share = static_cast<double>(b.bulk_gaps) / static_cast<double>(b.gaps);
+            QVERIFY2(share <= kTailShare, qPrintable(QString::number(share)));
         }
     }
 

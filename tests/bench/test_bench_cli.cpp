@@ -140,6 +140,13 @@ private Q_SLOTS:
         QVERIFY(number(first, "prefill_tokens") >= 39);   // a whole prompt at least, past one chunk
         QCOMPARE(number(first, "prefill_tokens_deferred"), 0.0);
         QCOMPARE(number(first, "decode_tokens"), number(first, "rows"));
+        QCOMPARE(number(first, "bulk_prefill"), 0.0);   // an idle batch's step is unlimited, not a bulk step
+        // Why each step prefilled what it did: the row limit held every row, and the prefill was
+        // planned against the target over a margin within [1, 1.5] (batching/time_budget.h).
+        for (const auto& s : steps) {
+            QVERIFY(number(s, "row_limit") >= number(s, "rows"));
+            QVERIFY(number(s, "prefill_margin") >= 1.0 && number(s, "prefill_margin") <= 1.5);
+        }
     }
 
     // --thread-policy fixed keeps every step on --threads; a bad value is refused by name.
@@ -158,7 +165,11 @@ private Q_SLOTS:
         QCOMPARE(report[QStringLiteral("thread_policy")].toString(), QStringLiteral("fixed"));
         const auto steps = readCsv(steps_csv);
         QVERIFY(!steps.empty());
-        for (const auto& s : steps) QCOMPARE(s.at(QStringLiteral("threads")).toInt(), 2);
+        for (const auto& s : steps) {
+            QCOMPARE(s.at(QStringLiteral("threads")).toInt(), 2);
+            QCOMPARE(number(s, "row_limit"), 32.0);     // no target: max_batch_size
+            QCOMPARE(number(s, "prefill_margin"), 0.0);
+        }
         QCOMPARE(report[QStringLiteral("steps_by_threads")].toObject()[QStringLiteral("2")].toInt(), int(steps.size()));
 
         const test::CliResult bad =

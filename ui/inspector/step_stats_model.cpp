@@ -3,6 +3,7 @@
 #include <QStringList>
 
 #include "common/format.h"
+#include "engine_link/step_reason.h"
 
 namespace lorascope::ui {
 
@@ -26,6 +27,7 @@ QVariant StepStatsModel::headerData(int section, Qt::Orientation orientation, in
     switch (section) {
     case ColStep: return tr("Step");
     case ColRows: return tr("Rows");
+    case ColRowLimit: return tr("Row limit");
     case ColPrefill: return tr("Prefill tok");
     case ColDecode: return tr("Decode tok");
     case ColPadded: return tr("Padded tok");
@@ -43,11 +45,13 @@ QVariant StepStatsModel::headerData(int section, Qt::Orientation orientation, in
 QVariant StepStatsModel::data(const QModelIndex& index, int role) const {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
     if (role == Qt::TextAlignmentRole) return index.column() == ColAdapters ? QVariant() : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
+    if (role == Qt::ToolTipRole) return stepPrefillReason(samples_[size_t(index.row())].stats);
     if (role != Qt::DisplayRole) return {};
     const StepStats& s = samples_[size_t(index.row())].stats;
     switch (index.column()) {
     case ColStep: return qint64(s.step);
     case ColRows: return qint64(s.rows);
+    case ColRowLimit: return s.row_limit > 0 ? QVariant(qint64(s.row_limit)) : QVariant();
     case ColPrefill: return qint64(s.prefill_tokens);
     case ColDecode: return qint64(s.decode_tokens);
     case ColPadded: return qint64(s.padded_tokens);

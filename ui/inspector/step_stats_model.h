@@ -12,7 +12,7 @@ namespace lorascope::ui {
 class StepStatsModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { ColStep, ColRows, ColPrefill, ColDecode, ColPadded, ColPaddingShare, ColKvInUse, ColKvAllocated,
+    enum Column { ColStep, ColRows, ColRowLimit, ColPrefill, ColDecode, ColPadded, ColPaddingShare, ColKvInUse, ColKvAllocated,
                   ColQueue, ColStepMs, ColTokensPerSec, ColAdapters, ColumnCount };
 
     explicit StepStatsModel(int capacity = 2000, QObject* parent = nullptr);

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "common/tooltip_event.h"
+#include "engine_link/step_reason.h"
 #include "lab/lab_run_data.h"
 
 namespace lorascope::ui {
@@ -150,8 +151,10 @@ QString LabTimelineWidget::describeAt(const QPoint& pos) const {
     const Hit h = hitAt(pos);
     if (h.step < 0) return {};
     const StepStats& s = run_->steps()[size_t(h.step)];
-    if (h.row < 0) return tr("step %1: %2 requests waiting in the queue").arg(s.step).arg(s.queue_depth);
-    if (h.request < 0) return tr("step %1, row %2: empty").arg(s.step).arg(h.row);
+    const QString why = stepPrefillReason(s);
+    const QString because = why.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(why);
+    if (h.row < 0) return tr("step %1: %2 requests waiting in the queue%3").arg(s.step).arg(s.queue_depth).arg(because);
+    if (h.request < 0) return tr("step %1, row %2: empty%3").arg(s.step).arg(h.row).arg(because);
     const LabRequest& r = run_->requests()[size_t(h.request)];
     QString text = tr("request %1 (engine id %2)\nadapter: %3\nprompt: %4 tokens, up to %5 new\nstate: %6\n"
                       "step %7, row %8%9\nrows held: steps %10-%11")

@@ -151,6 +151,10 @@ struct StepStats {
     int64_t cache_bytes_prefilled = 0; // K/V that newcomers' prompts wrote into their own blocks
     int64_t queue_depth = 0;
     int64_t adapter_bytes = 0;
+    // Why the step prefilled what it did (the budget in time, EngineOptions::tpot_target_ms):
+    int64_t row_limit = 0;             // the rows the batch could hold, newcomers being prefilled included
+    double prefill_margin = 0;         // under a target: the step's prefill was planned against target / this (0: none)
+    bool bulk_prefill = false;         // the step prefilled whole prompts past its plan (a bulk step)
     std::vector<std::pair<std::string, int64_t>> rows_per_adapter;  // "" = base
     std::vector<RequestId> row_requests;                             // request held by each row
     std::vector<bool> row_prefill;                                   // row joined (or is being prefilled) in this step
@@ -225,7 +229,10 @@ struct EngineOptions {
     // A gap counts as over when its step passed the target by more than 5% of it: steps of decoding
     // alone planned up to the target run a few percent either side of it on a shared CPU, and that
     // noise left no share to the steps that refill the batch. So the per-token p95 may land up to
-    // ~1.05x of the target (docs/benchmarks.md, issue 33).
+    // ~1.05x of the target (docs/benchmarks.md, issue 33). While requests queue behind the
+    // newcomers, such a step waits until its gaps over the target are within this share of the
+    // gaps the newcomers will decode (more newcomers come as rows leave); half the share stays for
+    // such steps when the noise has spent the rest.
     // Without a target, such steps drain a backlog of prompts that capped steps would take more than
     // 7 steps over, within at most 0.02 of the gaps (0: no step passes the cap but to fill the batch).
     double tpot_tail_share = 0.04;

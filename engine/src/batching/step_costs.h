@@ -123,6 +123,7 @@ struct StepCosts {
     CostFit encoder;   // one run of encoder units: x = units x padded positions of a unit
     StepSpread spread; // whole steps: actual / (decode + prefill predicted when they were planned)
     GapTail tail;      // the token gaps and those over the target (none: those in steps past the cap)
+    GapTail bulk;      // under a target: the token gaps and those in bulk steps alone (time_budget.h, kBulkShare)
     GapWeightedStep typical;   // the decode-only step as the gaps see it (the cap's measure)
 };
 

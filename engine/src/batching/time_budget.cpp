@@ -15,7 +15,14 @@ PrefillAllowance prefill_allowance(const StepCosts& costs, const TimePolicy& pol
     if (policy.target_ms > 0) {
         const double with_next = costs.decode.predict(static_cast<double>(rows.decoding + std::max<int64_t>(0, rows.next_join)));
         a.ms = costs.decode.ready() ? std::max(0.0, policy.planned_ms() - with_next) : 0.0;
-        if (rows.waiting > 0 && costs.decode.ready() && costs.tail.affords(rows.decoding, policy.tail_share, rows.certain_gaps)) {
+        // A bulk step only when its decoding rows' gaps are within the share of the gaps its
+        // newcomers will decode, paid by the tail or, when noise has spent that, by the bulk steps'
+        // own share (their gaps alone counted).
+        const bool worth = rows.queued <= 0 || rows.waiting_gaps <= 0 ||
+                           static_cast<double>(rows.decoding) <= policy.tail_share * rows.waiting_gaps;
+        const bool paid = costs.tail.affords(rows.decoding, policy.tail_share, rows.certain_gaps) ||
+                          costs.bulk.affords(rows.decoding, policy.tail_share * std::clamp(policy.bulk_share, 0.0, 1.0), rows.certain_gaps);
+        if (rows.waiting > 0 && costs.decode.ready() && worth && paid) {
             a.bulk = true;
             a.ms = std::max(a.ms, kBulkTargets * policy.target_ms - with_next);
         }

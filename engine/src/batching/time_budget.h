@@ -23,7 +23,8 @@
 // spends the tail: while the share of recent token gaps over the target leaves room for one more
 // step of all the decoding rows, a step may prefill its waiting newcomers whole (a bulk step, at
 // most kBulkTargets targets long), and the batch holds the rows whose decoding alone fits the
-// target instead of reserving room for prefill in every step. Chunks beside the rows cost a pass
+// target instead of reserving room for prefill in every step (while requests queue behind the
+// newcomers, only a bulk step worth its gaps: kBulkShare). Chunks beside the rows cost a pass
 // over the weights each (a BLOOM 32-token chunk ~60 ms beside a 101 + 1.22 ms-per-row step, W6 on
 // the Xeon): reserving one held the batch to ~10 rows. docs/benchmarks.md, issue 33.
 //
@@ -73,6 +74,21 @@ constexpr double kTailShare = 0.04;
 // share holds, so the per-token p95 may land up to ~1.05x of it (W6, 14 rounds on the Xeon:
 // 0.93-1.06x, and one T5 round 1.34x, unexplained).
 constexpr double kTailTolerance = 0.05;
+// Under a target, a bulk step costs a gap over the target for each decoding row, to let the waiting
+// rows in. While requests are queued behind them (more newcomers will come as rows leave), it runs
+// only when that cost is within the tail's share of the gaps they will decode
+// (StepRows::waiting_gaps); and it is paid by the tail or, when noise has spent that, by this part
+// of the share counted over the gaps of bulk steps alone (GapTail `bulk`). Before (dd9e41c) a bulk
+// step ran whenever the tail afforded it: the share went first to steps for one newcomer beside
+// 29-32 rows (W6's BLOOM on the Xeon: 93-96 gaps for 3 rows), the noise took the rest (decoding
+// steps planned at the target: up to 19% of all gaps past 1.05x of it in a noisy hour), no step
+// prefilled whole prompts again, the margin kept a 32-token chunk (~60 ms) out until ~3 rows were
+// left, and the rows drained 26 -> 3 with 16-36 requests queued. W6's BLOOM, 8 paired rounds
+// (2026-12-06, docs/benchmarks.md): tokens/s 0.84x -> 1.04x static's, per-token p95 1.05 (max 1.34)
+// -> 0.99 (max 1.10) of the target; TTFT p50 0.33x -> 0.54x, the first newcomer waiting for ~9 rows
+// to leave. Without the queue condition a Poisson stream's lone newcomers waited too (W6's T5
+// Poisson, 3 rounds: TTFT p50 0.53x -> 0.84x static's).
+constexpr double kBulkShare = 0.5;
 // A bulk step prefills at most this many targets' worth: a burst of 31 BLOOM newcomers' whole
 // prompts is ~2600 ms, which a streaming user sees as a stall.
 constexpr double kBulkTargets = 8.0;
@@ -83,6 +99,7 @@ struct TimePolicy {
     double margin = 1.0;                  // with a target: a step's prefill is planned against target / margin
     double tail_share = 0;                // the share of gaps bulk steps may spend (0: none; at most kCapTailShare without a target)
     double tail_tolerance = kTailTolerance;   // with a target: how far past it a step's gaps count as over (a share of it)
+    double bulk_share = kBulkShare;           // with a target: of tail_share, what bulk steps' own gaps may take when noise spent the tail (0: none)
     double planned_ms() const { return target_ms / std::clamp(margin, 1.0, kMaxMargin); }
     // With a target: whether a step of `step_ms` counts its gaps as over in the tail (GapTail).
     bool tail_over(double step_ms) const { return step_ms > target_ms * (1 + tail_tolerance); }
@@ -95,6 +112,8 @@ struct StepRows {
     int64_t next_join = 0;   // rows of the first of them: it may join in the step and decode in it too
     int64_t certain_gaps = 0;   // token gaps the admitted rows are certain to decode after this step
     double backlog_ms = 0;      // the waiting rows' prefill as the fits predict it (0: unknown), for a bulk step without a target
+    double waiting_gaps = 0;    // the gaps the waiting rows are expected to decode (0: unknown), for a bulk step under a target
+    int64_t queued = 0;         // requests queued behind them (not admitted yet)
 };
 
 struct PrefillAllowance {

@@ -90,13 +90,15 @@ void BatchRunner::retire(LiveRequest& request) {
     request.cache = models::DecodeState();
 }
 
-void BatchRunner::step(StepStats& stats) {
+void BatchRunner::step(StepStats& stats, int64_t queued) {
+    queued_ = queued;
     const auto started = Clock::now();
     const int64_t before = stats.prefill_tokens, decoded = stats.decode_tokens;
     prefill_ms_ = 0;
     uncapped_step_ = false;
     predicted_prefill_ms_ = 0;
     predicted_complete_ = true;
+    if (time_budget() && time_policy_.target_ms > 0) stats.prefill_margin = std::clamp(policy().margin, 1.0, batching::kMaxMargin);
     score_prompts();
     prefill(stats);
     if (stats.prefill_tokens - before >= kTrimAfterPrefillTokens) runtime::return_free_heap_pages();
@@ -300,6 +302,10 @@ void BatchRunner::drop_finished() {
             continue;  // nothing changed: retried at the next step boundary
         }
         state_.erase(offset, r.rows());
+        if (!r.multi_row()) {
+            const double gaps = static_cast<double>(std::max<size_t>(r.generated.size(), 1) - 1);
+            mean_gaps_ += (gaps - mean_gaps_) / static_cast<double>(std::min<int64_t>(++rows_left_, 16));
+        }
         retire(r);
         running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
     }

@@ -38,7 +38,9 @@ public:
 
     // One step: prefill work under the budget, newcomers whose prompt is in the cache join, every
     // running row decodes one token, finished requests leave.
-    void step(StepStats& stats);
+    // `queued`: requests still in the engine's queue behind the admitted ones (a bulk step under a
+    // target waits until it is worth its gaps only while some are).
+    void step(StepStats& stats, int64_t queued = 0);
     // Requests `wanted` picks finish as cancelled; their rows leave at drop_finished().
     void cancel(const std::function<bool(RequestId)>& wanted);
     // Finished requests leave the batch: their blocks go back to the pool (no copy). A leave that
@@ -81,6 +83,7 @@ private:
         bool bulk = false;   // the tail pays for this step's prompts, whole (time_budget.h)
     };
     StepBudget step_budget() const;
+    int64_t queued_ = 0;   // the engine's queue behind the admitted requests, at this step
     double backlog_ms() const;
     bool time_budget() const { return prefill_budget_ < 0; }
     // The policy with its margin: under a target, the spread of the steps so far (StepSpread).
@@ -125,6 +128,11 @@ private:
     double predicted_prefill_ms_ = 0;  // what the fits predicted for that prefill
     bool predicted_complete_ = true;   // every fit it needed was ready
     batching::StepSeen last_step_;     // the last step that decoded: its rows and time
+    // Token gaps of the single-row requests that left the batch (their mean, then a moving one
+    // over ~16; 0 before the first): what a waiting row is expected to decode when nothing makes
+    // its length certain (StepRows::waiting_gaps).
+    double mean_gaps_ = 0;
+    int64_t rows_left_ = 0;
     // Requests in batch-row order: running_[0] holds state_'s rows [0, rows()), the next follows.
     std::vector<std::unique_ptr<LiveRequest>> running_;
     models::DecodeState state_;

@@ -55,7 +55,9 @@ BatchRunner::StepBudget BatchRunner::step_budget() const {
         if (rows.waiting == 0) rows.next_join = r->rows();
         rows.waiting += r->rows();
         rows.certain_gaps += std::max<int64_t>(0, r->certain_tokens_left() - 1);   // its first token is no gap
+        rows.waiting_gaps += static_cast<double>(r->rows()) * std::max(static_cast<double>(r->certain_tokens_left() - 1), mean_gaps_);
     }
+    rows.queued = queued_;
     const bool seq2seq = model_.is_encoder_decoder();
     const int64_t units = seq2seq ? model_.encoder_units() : 1;
     StepBudget b;
@@ -106,7 +108,10 @@ void BatchRunner::predict_prefill(const batching::CostFit& fit, double x) {
 void BatchRunner::measure_decode(double step_ms, double prefill_ms, int64_t decoded_rows, int64_t gaps) {
     if (decoded_rows <= 0) return;
     // Without a target the tail counts the gaps in steps past the cap (bulk or unlimited) that prefilled.
-    if (time_policy_.target_ms > 0) costs_.tail.add(gaps, time_policy_.tail_over(step_ms));
+    if (time_policy_.target_ms > 0) {
+        costs_.tail.add(gaps, time_policy_.tail_over(step_ms));
+        costs_.bulk.add(gaps, uncapped_step_ && prefill_ms > 0);
+    }
     else costs_.tail.add(gaps, uncapped_step_ && prefill_ms > 0);
     last_step_ = {decoded_rows, step_ms};
     const double decode_ms = std::max(0.0, step_ms - prefill_ms);
@@ -156,6 +161,7 @@ void BatchRunner::prefill(StepStats& stats) {
     // others were decoding); how many run per step is limited only while rows decode.
     const StepBudget budget = step_budget();
     uncapped_step_ = budget.unlimited || budget.bulk;
+    stats.bulk_prefill = budget.bulk;
     // Under a target, an idle batch (nothing decodes, so no row waits on the prefill) runs its
     // newcomers' whole prompts in this step, chunk after chunk, so that they all decode from the
     // next one. One chunk each (what unlimited means otherwise) left the longer prompts to finish
@@ -206,6 +212,7 @@ void BatchRunner::prefill_encoders(StepStats& stats) {
     const int64_t units = model_.encoder_units();
     const StepBudget step = step_budget();
     uncapped_step_ = step.unlimited || step.bulk;
+    stats.bulk_prefill = step.bulk;
     const bool limited = !step.unlimited;
     const int64_t per_step = limited ? step.work : 0;
     int64_t budget = limited ? per_step + encoder_credit_ : INT64_MAX;

@@ -240,11 +240,12 @@ void EngineImpl::step() {
     const auto started = Clock::now();
     try {
         runner_.drop_finished();  // leaves that failed at the last boundary
+        stats.row_limit = options_.max_batch_size;
         if (!options_.static_batching || runner_.empty()) {
-            const int64_t rows = runner_.row_limit(scheduler_.front_prompt_tokens(), options_.max_batch_size);
-            for (auto& r : scheduler_.admit(runner_.shape(), rows)) runner_.add(std::move(r));
+            stats.row_limit = runner_.row_limit(scheduler_.front_prompt_tokens(), options_.max_batch_size);
+            for (auto& r : scheduler_.admit(runner_.shape(), stats.row_limit)) runner_.add(std::move(r));
         }
-        runner_.step(stats);
+        runner_.step(stats, scheduler_.depth());
     } catch (const std::exception& e) {
         // Nothing in a step should get here (passes isolate their failures); if something does,
         // the requests in the batch end with the cause and the engine goes on with the queue.
