@@ -83,7 +83,6 @@ private:
         bool bulk = false;   // the tail pays for this step's prompts, whole (time_budget.h)
     };
     StepBudget step_budget() const;
-    int64_t queued_ = 0;   // the engine's queue behind the admitted requests, at this step
     double backlog_ms() const;
     bool time_budget() const { return prefill_budget_ < 0; }
     // The policy with its margin: under a target, the spread of the steps so far (StepSpread).
@@ -124,6 +123,7 @@ private:
     batching::TimePolicy time_policy_;
     batching::StepCosts costs_;   // measured as the steps run (the budget in time)
     double prefill_ms_ = 0;       // of the step running now
+    int64_t queued_ = 0;          // the engine's queue behind the admitted requests, at the step running now
     bool uncapped_step_ = false;  // the step running now prefills past the cap (unlimited or bulk)
     double predicted_prefill_ms_ = 0;  // what the fits predicted for that prefill
     bool predicted_complete_ = true;   // every fit it needed was ready
