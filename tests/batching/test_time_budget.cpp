@@ -132,8 +132,9 @@ SimResult simulate(std::deque<SimRequest> queue, const TimePolicy& base, double 
             out.queued_row_steps += static_cast<double>(r);
             ++out.queued_steps;
         }
+        const bool uncapped = (allowance.unlimited || allowance.bulk) && prefill_ms > 0;   // past the cap, prefilled
         if (r > 0 && policy.target_ms <= 0) {   // no target: the tail counts the steps past the cap that prefilled
-            const bool over = (allowance.unlimited || allowance.bulk) && prefill_ms > 0;
+            const bool over = uncapped;
             costs.tail.add(rows_before_join, over);
             out.gaps += rows_before_join;
             out.over_gaps += over ? rows_before_join : 0;
@@ -142,9 +143,8 @@ SimResult simulate(std::deque<SimRequest> queue, const TimePolicy& base, double 
             const bool over = step_decode_ms + prefill_ms > policy.target_ms * (1 + 1e-9);
             const bool counted = policy.tail_over(step_decode_ms + prefill_ms);   // as the engine counts it
             costs.tail.add(rows_before_join, counted);
-            const bool bulk = (allowance.unlimited || allowance.bulk) && prefill_ms > 0;
-            costs.bulk.add(rows_before_join, bulk);
-            out.bulk_gaps += bulk ? rows_before_join : 0;
+            costs.bulk.add(rows_before_join, uncapped);
+            out.bulk_gaps += uncapped ? rows_before_join : 0;
             out.gaps += rows_before_join;
             out.over_gaps += over ? rows_before_join : 0;
             out.counted_over_gaps += counted ? rows_before_join : 0;

@@ -107,12 +107,15 @@ void BatchRunner::predict_prefill(const batching::CostFit& fit, double x) {
 
 void BatchRunner::measure_decode(double step_ms, double prefill_ms, int64_t decoded_rows, int64_t gaps) {
     if (decoded_rows <= 0) return;
-    // Without a target the tail counts the gaps in steps past the cap (bulk or unlimited) that prefilled.
+    // A step past the cap (bulk or unlimited) that prefilled: without a target the tail counts its
+    // gaps; under one the bulk steps' own share does, and the tail counts steps past the target.
+    const bool uncapped = uncapped_step_ && prefill_ms > 0;
     if (time_policy_.target_ms > 0) {
         costs_.tail.add(gaps, time_policy_.tail_over(step_ms));
-        costs_.bulk.add(gaps, uncapped_step_ && prefill_ms > 0);
+        costs_.bulk.add(gaps, uncapped);
+    } else {
+        costs_.tail.add(gaps, uncapped);
     }
-    else costs_.tail.add(gaps, uncapped_step_ && prefill_ms > 0);
     last_step_ = {decoded_rows, step_ms};
     const double decode_ms = std::max(0.0, step_ms - prefill_ms);
     costs_.typical.add(decoded_rows, decode_ms);
