@@ -72,8 +72,10 @@ const char* const kUsage =
     "          --tpot-tail-share S (default 0.04; 0 = every step within MS) of the token gaps may pass MS in\n"
     "          steps that prefill the waiting newcomers whole (at most 8 x MS long; while requests queue\n"
     "          behind them, only once their gaps over MS are within S of the gaps the newcomers will\n"
-    "          decode), counting a gap as over when its step passes MS by more than 5% (the noise of\n"
-    "          steps planned at MS), so the p95 may land up to ~1.05 x MS; the engine times two\n"
+    "          decode, but for the first after a row leaves), counting a gap as over when its step passes\n"
+    "          MS by more than 5% (the noise of steps planned at MS), so the p95 may land up to ~1.05 x MS;\n"
+    "          while steps of decoding alone put more than S/2 of the gaps past that, the rows are planned\n"
+    "          for steps that all but 2% of them keep within it; the engine times two\n"
     "          throwaway decoding steps when it starts, so that the first requests are admitted as they allow;\n"
     "          --prefill-budget TOKENS: at most TOKENS prompt tokens per step (0 = no limit);\n"
     "          --prefill-chunk: decoder-only prompt chunks (default: the token budget, at least 128; 32 under a target)\n"
@@ -141,6 +143,7 @@ json stats_line(const StepStats& s) {
             {"queue_depth", s.queue_depth},
             {"row_limit", s.row_limit},
             {"prefill_margin", s.prefill_margin},
+            {"row_plan_ms", s.row_plan_ms},
             {"bulk_prefill", s.bulk_prefill},
             {"adapter_bytes", s.adapter_bytes},
             {"rows_per_adapter", per_adapter},

@@ -141,11 +141,14 @@ private Q_SLOTS:
         QCOMPARE(number(first, "prefill_tokens_deferred"), 0.0);
         QCOMPARE(number(first, "decode_tokens"), number(first, "rows"));
         QCOMPARE(number(first, "bulk_prefill"), 0.0);   // an idle batch's step is unlimited, not a bulk step
-        // Why each step prefilled what it did: the row limit held every row, and the prefill was
-        // planned against the target over a margin within [1, 1.5] (batching/time_budget.h).
+        // Why each step prefilled what it did: the row limit held every row, the prefill was
+        // planned against the target over a margin within [1, 1.5], and the rows for decoding steps
+        // of the target x min(1, 1.05 / a margin within [1, 1.5]) (batching/time_budget.h).
         for (const auto& s : steps) {
             QVERIFY(number(s, "row_limit") >= number(s, "rows"));
             QVERIFY(number(s, "prefill_margin") >= 1.0 && number(s, "prefill_margin") <= 1.5);
+            QVERIFY2(number(s, "row_plan_ms") >= 100000 * 1.05 / 1.5 && number(s, "row_plan_ms") <= 100000,
+                     qPrintable(QString::number(number(s, "row_plan_ms"))));
         }
     }
 
@@ -169,6 +172,7 @@ private Q_SLOTS:
             QCOMPARE(s.at(QStringLiteral("threads")).toInt(), 2);
             QCOMPARE(number(s, "row_limit"), 32.0);     // no target: max_batch_size
             QCOMPARE(number(s, "prefill_margin"), 0.0);
+            QCOMPARE(number(s, "row_plan_ms"), 0.0);
         }
         QCOMPARE(report[QStringLiteral("steps_by_threads")].toObject()[QStringLiteral("2")].toInt(), int(steps.size()));
 

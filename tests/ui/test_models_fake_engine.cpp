@@ -9,6 +9,7 @@
 
 #include "model/adapter_list_model.h"
 #include "engine_link/engine_bridge.h"
+#include "engine_link/step_reason.h"
 #include "fake_engine.h"
 #include "model/hf_cache.h"
 #include "lorascope/error.h"
@@ -27,6 +28,22 @@ class ModelsFakeEngineTest : public QObject {
     QTemporaryDir dir_;
 
 private Q_SLOTS:
+    // Why a step prefilled what it did, as the step table's tooltip and the lab's timeline say it:
+    // under a target the row limit with the decoding step it planned for, the prefill's margin, a
+    // bulk step; without one the row limit alone.
+    void stepReasonSaysWhy() {
+        StepStats s;
+        s.row_limit = 24;
+        s.row_plan_ms = 17.94;
+        s.prefill_margin = 1.1;
+        s.bulk_prefill = true;
+        QCOMPARE(stepPrefillReason(s), QStringLiteral("row limit 24 (decoding planned for 17.9 ms); prefill planned against the "
+                                                      "target / 1.10; bulk step: whole prompts past the plan"));
+        StepStats none;
+        none.row_limit = 32;
+        QCOMPARE(stepPrefillReason(none), QStringLiteral("row limit 32"));
+    }
+
     // A request with num_return_sequences > 1: its detail pane shows the text, then the others.
     void detailTextShowsTheOtherReturnedSequences() {
         RequestRecord r;

@@ -154,6 +154,7 @@ struct StepStats {
     // Why the step prefilled what it did (the budget in time, EngineOptions::tpot_target_ms):
     int64_t row_limit = 0;             // the rows the batch could hold, newcomers being prefilled included
     double prefill_margin = 0;         // under a target: the step's prefill was planned against target / this (0: none)
+    double row_plan_ms = 0;            // under a target: the row limit planned decoding steps of this long (0: none)
     bool bulk_prefill = false;         // the step prefilled whole prompts past its plan (a bulk step)
     std::vector<std::pair<std::string, int64_t>> rows_per_adapter;  // "" = base
     std::vector<RequestId> row_requests;                             // request held by each row
@@ -231,8 +232,11 @@ struct EngineOptions {
     // noise left no share to the steps that refill the batch. So the per-token p95 may land up to
     // ~1.05x of the target (docs/benchmarks.md, issue 33). While requests queue behind the
     // newcomers, such a step waits until its gaps over the target are within this share of the
-    // gaps the newcomers will decode (more newcomers come as rows leave); half the share stays for
-    // such steps when the noise has spent the rest.
+    // gaps the newcomers will decode (more newcomers come as rows leave), but for the first after a
+    // row leaves (the queue's head, whom every queued request waits behind); half the share stays
+    // for such steps when the noise has spent the rest. While steps of decoding alone put more than
+    // that other half of the gaps past 1.05x the target, the rows are planned for steps that all
+    // but 2% of such steps keep within it (their measured spread).
     // Without a target, such steps drain a backlog of prompts that capped steps would take more than
     // 7 steps over, within at most 0.02 of the gaps (0: no step passes the cap but to fill the batch).
     double tpot_tail_share = 0.04;

@@ -122,6 +122,8 @@ struct StepCosts {
     CostFit prefill;   // one decoder-only prefill pass: x = positions computed (padding included)
     CostFit encoder;   // one run of encoder units: x = units x padded positions of a unit
     StepSpread spread; // whole steps: actual / (decode + prefill predicted when they were planned)
+    StepSpread decode_spread{128};   // decode-only steps: actual / decode predicted (the row limit's margin)
+    GapTail decode_tail;             // under a target: the gaps of decode-only steps, and those past the tolerance
     GapTail tail;      // the token gaps and those over the target (none: those in steps past the cap)
     GapTail bulk;      // under a target: the token gaps and those in bulk steps alone (time_budget.h, kBulkShare)
     GapWeightedStep typical;   // the decode-only step as the gaps see it (the cap's measure)

@@ -23,8 +23,9 @@
 // spends the tail: while the share of recent token gaps over the target leaves room for one more
 // step of all the decoding rows, a step may prefill its waiting newcomers whole (a bulk step, at
 // most kBulkTargets targets long), and the batch holds the rows whose decoding alone fits the
-// target instead of reserving room for prefill in every step (while requests queue behind the
-// newcomers, only a bulk step worth its gaps: kBulkShare). Chunks beside the rows cost a pass
+// target (less the decode-only steps' spread: kDecodeSpreadQuantile) instead of reserving room for
+// prefill in every step (while requests queue behind the newcomers, only a bulk step worth its
+// gaps, or the first to let the queue's head in: kBulkShare). Chunks beside the rows cost a pass
 // over the weights each (a BLOOM 32-token chunk ~60 ms beside a 101 + 1.22 ms-per-row step, W6 on
 // the Xeon): reserving one held the batch to ~10 rows. docs/benchmarks.md, issue 33.
 //
@@ -54,12 +55,25 @@ constexpr double kCapTailShare = 0.02;
 
 // Under a target, the prefill a step may take is planned against target_ms / margin: the engine
 // sets the margin to a high quantile of how far its steps ran over their predictions (StepSpread),
-// within [1, kMaxMargin]. The rows are not: on W6's T5 (Zen 3, 77 ms target) the steps over the
-// target were mostly steps that prefilled (109 of 131), and a margin on the row limit too fed on
-// itself (fewer rows, a larger share of each step in prefill, whose predictions stray most, a
-// larger margin): 8.6 rows and 0.70x static's tokens/s, median of three.
+// within [1, kMaxMargin]. The rows are not planned with it: on W6's T5 (Zen 3, 77 ms target) the
+// steps over the target were mostly steps that prefilled (109 of 131), and this margin on the row
+// limit too fed on itself (fewer rows, a larger share of each step in prefill, whose predictions
+// stray most, a larger margin): 8.6 rows and 0.70x static's tokens/s, median of three.
 constexpr double kSpreadQuantile = 0.9;
 constexpr double kMaxMargin = 1.5;
+// The rows have a margin of their own, from decode-only steps (StepCosts::decode_spread: actual /
+// the decode fit's prediction, the last 128), which fewer rows do not widen: while those steps'
+// gaps past the tolerance are more than their part of the tail (the share less the bulk steps'
+// part, kTailShare x (1 - kBulkShare): 2%), the rows are planned for a decoding step of target x
+// min(1, (1 + kTailTolerance) / q), q this quantile of that spread. Planned at the target itself, a
+// decoding step ran past it about half the time, and past 1.1x of it by a shared CPU's noise and by
+// contexts growing faster than the fit follows: W6's T5 on the Zen 4 (2026-12-06, docs/benchmarks.md),
+// 3.4-7.5% of all gaps in two runs' CSVs. 12 paired rounds: per-token p95 / target 1.12 -> 1.05
+// (rounds past 1.1: 8 -> 1), tokens/s 1.03x -> 1.04x static's (the rows it takes off the steps leave
+// room to prefill newcomers a layer at a time beside them). Applied always, it also took rows off
+// W6's BLOOM, whose full batch runs within the target by more than the noise (rows while queued
+// 28.5 -> 26.6, 3 rounds); held to the decoding steps' part, 29.6 -> 29.5 (7 rounds).
+constexpr double kDecodeSpreadQuantile = 0.98;
 
 // The share of token gaps a tail-spending policy lets run over the target: the per-token p95 allows
 // 5%, and the steps that run past it by noise (beyond kTailTolerance) count against the same share.
@@ -87,7 +101,12 @@ constexpr double kTailTolerance = 0.05;
 // (2026-12-06, docs/benchmarks.md): tokens/s 0.84x -> 1.04x static's, per-token p95 1.05 (max 1.34)
 // -> 0.99 (max 1.10) of the target; TTFT p50 0.33x -> 0.54x, the first newcomer waiting for ~9 rows
 // to leave. Without the queue condition a Poisson stream's lone newcomers waited too (W6's T5
-// Poisson, 3 rounds: TTFT p50 0.53x -> 0.84x static's).
+// Poisson, 3 rounds: TTFT p50 0.53x -> 0.84x static's). The first bulk step after a row leaves
+// while requests queue need not be worth its gaps (StepRows::queue_head): every queued request
+// waits behind the queue's head, and the TTFT p50 of a burst twice the batch is the mean of the
+// first wave's last and the head's. W6's BLOOM on the Zen 4 (2026-12-06, 7 paired rounds,
+// docs/benchmarks.md): TTFT p50 0.61x -> 0.37x static's, for one more bulk step (~31 gaps of 4921);
+// tokens/s 0.99x -> 1.00x, per-token p95 1.03 -> 1.00 of the target.
 constexpr double kBulkShare = 0.5;
 // A bulk step prefills at most this many targets' worth: a burst of 31 BLOOM newcomers' whole
 // prompts is ~2600 ms, which a streaming user sees as a stall.
@@ -100,7 +119,10 @@ struct TimePolicy {
     double tail_share = 0;                // the share of gaps bulk steps may spend (0: none; at most kCapTailShare without a target)
     double tail_tolerance = kTailTolerance;   // with a target: how far past it a step's gaps count as over (a share of it)
     double bulk_share = kBulkShare;           // with a target: of tail_share, what bulk steps' own gaps may take when noise spent the tail (0: none)
+    double decode_margin = 1.0;           // with a target: the rows' margin (kDecodeSpreadQuantile of decode-only steps)
     double planned_ms() const { return target_ms / std::clamp(margin, 1.0, kMaxMargin); }
+    // With a target: the decoding step the row limit plans for, target x min(1, (1 + tolerance) / decode_margin).
+    double rows_ms() const;
     // With a target: whether a step of `step_ms` counts its gaps as over in the tail (GapTail).
     bool tail_over(double step_ms) const { return step_ms > target_ms * (1 + tail_tolerance); }
 };
@@ -114,6 +136,7 @@ struct StepRows {
     double backlog_ms = 0;      // the waiting rows' prefill as the fits predict it (0: unknown), for a bulk step without a target
     double waiting_gaps = 0;    // the gaps the waiting rows are expected to decode (0: unknown), for a bulk step under a target
     int64_t queued = 0;         // requests queued behind them (not admitted yet)
+    bool queue_head = false;    // a row has left since requests began to queue, and no bulk step has let newcomers in since
 };
 
 struct PrefillAllowance {
@@ -122,6 +145,11 @@ struct PrefillAllowance {
     bool forced = false;      // at least one unit of prefill even when none fits (no target)
     bool bulk = false;        // the tail pays for a step that prefills whole prompts
 };
+
+// With a target: the rows' margin (TimePolicy::decode_margin): 1 while the decode-only steps' gaps
+// past the tolerance (StepCosts::decode_tail) are within their part of the tail, tail_share x
+// (1 - bulk_share); otherwise the kDecodeSpreadQuantile of the decode-only steps' spread.
+double decode_margin(const StepCosts& costs, const TimePolicy& policy);
 
 // The step's prefill allowance (`costs.tail`: the gaps so far, for a bulk step; `costs.typical`: the
 // cap's measure without a target, each step's own decoding until it has a sample).
@@ -134,11 +162,11 @@ int64_t work_within(const CostFit& fit, double ms, int64_t cold);
 
 // With a target: the rows the batch may hold, counting those being prefilled: the most whose
 // decoding step plus `unit_ms` (one unit of a newcomer's prefill; none with a tail share, whose
-// bulk steps prefill instead) stays within the target, at
-// least 1 and at most `max_rows`. Before the decode fit has a sample, the steps timed before any
+// bulk steps prefill instead) stays within TimePolicy::rows_ms(), at least 1 and at most
+// `max_rows`. Before the decode fit has a sample, the steps timed before any
 // request (StepCosts::decode_prior) stand for it, so that the first wave has a measured limit;
 // `max_rows` without a target or without either.
-// `last`: the last step that decoded, as measured. When it ran within the target with room for
+// `last`: the last step that decoded, as measured. When it ran within rows_ms() with room for
 // `unit_ms`, the limit is at least one row more than it had, whatever the fit says: a fit that has
 // only seen a few rows cannot tell what more would cost (its slope leans to the proportional line,
 // and a step of 1 row costs ~16 ms of fixed work on W6's T5: 32 rows "cost" 512 ms), so without

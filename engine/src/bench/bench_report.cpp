@@ -179,13 +179,13 @@ BenchFigures compute_figures(const std::vector<StepStats>& steps, const std::map
 
 void write_steps_csv(std::ostream& out, const std::vector<StepStats>& steps) {
     out << "step,wall_ms,prefill_ms,rows,prefill_tokens,prefill_tokens_deferred,decode_tokens,padded_tokens,"
-           "kv_bytes_allocated,kv_bytes_in_use,kv_blocks_used,kv_blocks_total,cache_bytes_moved,queue_depth,threads,row_requests,row_limit,prefill_margin,bulk_prefill\n";
+           "kv_bytes_allocated,kv_bytes_in_use,kv_blocks_used,kv_blocks_total,cache_bytes_moved,queue_depth,threads,row_requests,row_limit,prefill_margin,bulk_prefill,row_plan_ms\n";
     for (const StepStats& s : steps) {
         out << s.step << ',' << s.wall_ms << ',' << s.prefill_ms << ',' << s.rows << ',' << s.prefill_tokens << ',' << s.prefill_tokens_deferred << ','
             << s.decode_tokens << ',' << s.padded_tokens << ',' << s.kv_bytes_allocated << ',' << s.kv_bytes_in_use << ','
             << s.kv_blocks_used << ',' << s.kv_blocks_total << ',' << s.cache_bytes_moved << ',' << s.queue_depth << ',' << s.threads << ',';
         for (size_t i = 0; i < s.row_requests.size(); ++i) out << (i ? ";" : "") << s.row_requests[i];
-        out << ',' << s.row_limit << ',' << s.prefill_margin << ',' << (s.bulk_prefill ? 1 : 0) << '\n';
+        out << ',' << s.row_limit << ',' << s.prefill_margin << ',' << (s.bulk_prefill ? 1 : 0) << ',' << s.row_plan_ms << '\n';
     }
 }
 

@@ -54,6 +54,9 @@ public:
     // one unit of prefill of a newcomer of `prompt_tokens` (the queue's front) beside them.
     // INT64_MAX without a target.
     int64_t row_limit(int64_t prompt_tokens, int64_t max_rows) const;
+    // The decoding step that limit plans for (TimePolicy::rows_ms: the target less the decode-only
+    // steps' spread); 0 without a target.
+    double row_plan_ms() const;
     // Under a time-per-token target, before any request: times throwaway decoding steps of 1 and
     // `max_rows` rows (engine/decode_calibration.h) into StepCosts::decode_prior, so that the first
     // wave is admitted under a measured row limit. Nothing otherwise.
@@ -124,6 +127,10 @@ private:
     batching::StepCosts costs_;   // measured as the steps run (the budget in time)
     double prefill_ms_ = 0;       // of the step running now
     int64_t queued_ = 0;          // the engine's queue behind the admitted requests, at the step running now
+    // The queue's head (StepRows::queue_head): since the queue last was empty, no row has left
+    // (None), one has and no bulk step has let newcomers in since (Waiting), or one has (Served).
+    enum class QueueHead { None, Waiting, Served };
+    QueueHead queue_head_ = QueueHead::None;
     bool uncapped_step_ = false;  // the step running now prefills past the cap (unlimited or bulk)
     double predicted_prefill_ms_ = 0;  // what the fits predicted for that prefill
     bool predicted_complete_ = true;   // every fit it needed was ready

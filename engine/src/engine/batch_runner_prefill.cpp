@@ -58,6 +58,7 @@ BatchRunner::StepBudget BatchRunner::step_budget() const {
         rows.waiting_gaps += static_cast<double>(r->rows()) * std::max(static_cast<double>(r->certain_tokens_left() - 1), mean_gaps_);
     }
     rows.queued = queued_;
+    rows.queue_head = queue_head_ == QueueHead::Waiting;
     const bool seq2seq = model_.is_encoder_decoder();
     const int64_t units = seq2seq ? model_.encoder_units() : 1;
     StepBudget b;
@@ -96,7 +97,10 @@ double BatchRunner::backlog_ms() const {
 
 batching::TimePolicy BatchRunner::policy() const {
     batching::TimePolicy p = time_policy_;
-    if (p.target_ms > 0) p.margin = costs_.spread.quantile(batching::kSpreadQuantile);  // planned_ms() bounds it
+    if (p.target_ms > 0) {
+        p.margin = costs_.spread.quantile(batching::kSpreadQuantile);  // planned_ms() bounds it
+        p.decode_margin = batching::decode_margin(costs_, p);   // rows_ms() bounds it
+    }
     return p;
 }
 
@@ -122,6 +126,10 @@ void BatchRunner::measure_decode(double step_ms, double prefill_ms, int64_t deco
     // The step as the fits saw it before it ran (what the policy planned with), against its time.
     if (predicted_complete_ && costs_.decode.ready())
         costs_.spread.add(costs_.decode.predict(static_cast<double>(decoded_rows)) + predicted_prefill_ms_, step_ms);
+    if (prefill_ms <= 0 && time_policy_.target_ms > 0) {   // decode-only: the rows' margin (decode_margin)
+        costs_.decode_tail.add(gaps, time_policy_.tail_over(step_ms));
+        if (costs_.decode.ready()) costs_.decode_spread.add(costs_.decode.predict(static_cast<double>(decoded_rows)), step_ms);
+    }
     costs_.decode.add(static_cast<double>(decoded_rows), decode_ms);
 }
 
@@ -135,6 +143,10 @@ int64_t BatchRunner::row_limit(int64_t prompt_tokens, int64_t max_rows) const {
         unit_ms = costs_.prefill.predict(static_cast<double>(piece));
     }
     return batching::row_limit(costs_, policy(), max_rows, unit_ms, last_step_);
+}
+
+double BatchRunner::row_plan_ms() const {
+    return time_budget() && time_policy_.target_ms > 0 ? policy().rows_ms() : 0.0;
 }
 
 void BatchRunner::calibrate(int64_t max_rows) {
