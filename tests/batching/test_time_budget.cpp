@@ -188,6 +188,13 @@ SimResult simulate(std::deque<SimRequest> queue, const TimePolicy& base, double 
     return out;
 }
 
+// Costs whose decode fit has seen a step of every row count, 1 to 32, as the model costs them.
+StepCosts decoding_measured() {
+    StepCosts costs;
+    for (int r = 1; r <= 32; ++r) costs.decode.add(r, decode_ms(r));
+    return costs;
+}
+
 // W6's shape: 128 requests, prompts 8-128, new tokens 8-256, uniform.
 std::deque<SimRequest> w6_like(uint32_t seed) {
     std::mt19937 gen(seed);
@@ -281,8 +288,7 @@ private Q_SLOTS:
     }
 
     void the_allowance_follows_its_definition() {
-        StepCosts costs;
-        for (int r = 1; r <= 32; ++r) costs.decode.add(r, decode_ms(r));
+        StepCosts costs = decoding_measured();
         TimePolicy cap;
         QVERIFY(prefill_allowance(costs, cap, {0, 5, 1}).unlimited);    // nobody decodes
         QVERIFY(prefill_allowance(costs, cap, {4, 4, 1}).unlimited);    // as many wait as decode
@@ -305,8 +311,7 @@ private Q_SLOTS:
     // Without a target a bulk step needs a backlog of more than kBulkBacklogSteps capped steps and
     // a tail with room (at most kCapTailShare of the gaps, and none with a share of 0).
     void without_a_target_a_deep_backlog_gets_a_bulk_step() {
-        StepCosts costs;
-        for (int r = 1; r <= 32; ++r) costs.decode.add(r, decode_ms(r));
+        StepCosts costs = decoding_measured();
         costs.typical.add(16, decode_ms(16));
         TimePolicy policy;
         policy.tail_share = 0.04;
@@ -355,8 +360,7 @@ private Q_SLOTS:
     // steps' spread): a spread within the tolerance leaves the target, a wider one takes rows off,
     // and a last step that ran past that plan does not add one back.
     void the_rows_leave_the_decode_spread_its_tolerance() {
-        StepCosts costs;
-        for (int r = 1; r <= 32; ++r) costs.decode.add(r, decode_ms(r));
+        StepCosts costs = decoding_measured();
         TimePolicy policy{6.1};
         policy.tail_share = kTailShare;                      // no unit beside the rows
         QCOMPARE(policy.rows_ms(), 6.1);
@@ -506,8 +510,7 @@ private Q_SLOTS:
     // With a tail share the allowance may be a bulk step's (when the tail affords its rows and a
     // newcomer waits), and the row limit keeps no room for a unit of prefill beside the rows.
     void the_tail_share_makes_bulk_steps_and_full_rows() {
-        StepCosts costs;
-        for (int r = 1; r <= 32; ++r) costs.decode.add(r, decode_ms(r));
+        StepCosts costs = decoding_measured();
         TimePolicy strict{6.0};
         TimePolicy tail = strict;
         tail.tail_share = 0.04;
@@ -579,8 +582,7 @@ private Q_SLOTS:
     // gaps its newcomers will decode, paid by the tail or, when noise has spent that, by the bulk
     // steps' own part of the share (GapTail `bulk`, their gaps alone).
     void bulk_steps_are_worth_their_gaps_and_keep_a_share_of_their_own() {
-        StepCosts costs;
-        for (int r = 1; r <= 32; ++r) costs.decode.add(r, decode_ms(r));
+        StepCosts costs = decoding_measured();
         TimePolicy tail{decode_ms(kMaxRows)};
         tail.tail_share = kTailShare;
         costs.tail.add(1000, false);
@@ -620,11 +622,11 @@ private Q_SLOTS:
         QVERIFY(prefill_allowance(quiet, tail, rows).bulk);
     }
 
-    // The first bulk step since requests began to queue need not be worth its gaps (it lets in the
-    // queue's head, whom every queued request waits behind), but it is paid for like any other.
+    // The first bulk step after a row leaves while requests queue need not be worth its gaps (it
+    // lets in the queue's head, whom every queued request waits behind), but it is paid for like any
+    // other.
     void the_queue_head_gets_a_bulk_step_paid_for() {
-        StepCosts costs;
-        for (int r = 1; r <= 32; ++r) costs.decode.add(r, decode_ms(r));
+        StepCosts costs = decoding_measured();
         TimePolicy tail{decode_ms(kMaxRows)};
         tail.tail_share = kTailShare;
         costs.tail.add(1100, false);
@@ -718,8 +720,7 @@ private Q_SLOTS:
         QVERIFY(qAbs(spread.quantile(0.5) - 1.5) < 1e-12);
         QVERIFY(qAbs(spread.quantile(1.0) - 2.0) < 1e-12);
         // A policy's margin divides the target its prefill is planned against, not its rows'.
-        StepCosts costs;
-        for (int r = 1; r <= 32; ++r) costs.decode.add(r, decode_ms(r));
+        StepCosts costs = decoding_measured();
         TimePolicy target{6.0};
         target.margin = 1.2;
         QVERIFY(qAbs(prefill_allowance(costs, target, {12, 8, 2}).ms - (5.0 - decode_ms(14))) < 0.02);
