@@ -51,12 +51,14 @@ public:
     void cache_stats(StepStats& stats);
 
     // Under a time-per-token target: the rows the batch may hold now (batching::row_limit), with
-    // one unit of prefill of a newcomer of `prompt_tokens` (the queue's front) beside them.
-    // INT64_MAX without a target.
-    int64_t row_limit(int64_t prompt_tokens, int64_t max_rows) const;
-    // The decoding step that limit plans for (TimePolicy::rows_ms: the target less the decode-only
-    // steps' spread); 0 without a target.
-    double row_plan_ms() const;
+    // one unit of prefill of a newcomer of `prompt_tokens` (the queue's front) beside them, and the
+    // decoding step that limit plans for (TimePolicy::rows_ms: the target less the decode-only
+    // steps' spread). Without a target: `max_rows`, and no plan (0).
+    struct RowLimit {
+        int64_t rows = 0;
+        double plan_ms = 0;
+    };
+    RowLimit row_limit(int64_t prompt_tokens, int64_t max_rows) const;
     // Under a time-per-token target, before any request: times throwaway decoding steps of 1 and
     // `max_rows` rows (engine/decode_calibration.h) into StepCosts::decode_prior, so that the first
     // wave is admitted under a measured row limit. Nothing otherwise.

@@ -133,8 +133,8 @@ void BatchRunner::measure_decode(double step_ms, double prefill_ms, int64_t deco
     costs_.decode.add(static_cast<double>(decoded_rows), decode_ms);
 }
 
-int64_t BatchRunner::row_limit(int64_t prompt_tokens, int64_t max_rows) const {
-    if (!time_budget() || time_policy_.target_ms <= 0) return max_rows;
+BatchRunner::RowLimit BatchRunner::row_limit(int64_t prompt_tokens, int64_t max_rows) const {
+    if (!time_budget() || time_policy_.target_ms <= 0) return {max_rows, 0.0};
     double unit_ms = 0;   // one unit of the newcomer's prefill: an encoder layer, or its first chunk
     if (model_.is_encoder_decoder()) {
         if (costs_.encoder.ready()) unit_ms = costs_.encoder.predict(static_cast<double>(prompt_tokens));
@@ -142,11 +142,8 @@ int64_t BatchRunner::row_limit(int64_t prompt_tokens, int64_t max_rows) const {
         const int64_t piece = std::min<int64_t>(std::max<int64_t>(prompt_tokens - 1, 1), prefill_chunk_);
         unit_ms = costs_.prefill.predict(static_cast<double>(piece));
     }
-    return batching::row_limit(costs_, policy(), max_rows, unit_ms, last_step_);
-}
-
-double BatchRunner::row_plan_ms() const {
-    return time_budget() && time_policy_.target_ms > 0 ? policy().rows_ms() : 0.0;
+    const batching::TimePolicy p = policy();   // two spreads' quantiles: read once
+    return {batching::row_limit(costs_, p, max_rows, unit_ms, last_step_), p.rows_ms()};
 }
 
 void BatchRunner::calibrate(int64_t max_rows) {

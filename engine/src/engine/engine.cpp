@@ -242,8 +242,9 @@ void EngineImpl::step() {
         runner_.drop_finished();  // leaves that failed at the last boundary
         stats.row_limit = options_.max_batch_size;
         if (!options_.static_batching || runner_.empty()) {
-            stats.row_limit = runner_.row_limit(scheduler_.front_prompt_tokens(), options_.max_batch_size);
-            stats.row_plan_ms = runner_.row_plan_ms();
+            const auto limit = runner_.row_limit(scheduler_.front_prompt_tokens(), options_.max_batch_size);
+            stats.row_limit = limit.rows;
+            stats.row_plan_ms = limit.plan_ms;
             for (auto& r : scheduler_.admit(runner_.shape(), stats.row_limit)) runner_.add(std::move(r));
         }
         runner_.step(stats, scheduler_.depth());
