@@ -34,7 +34,7 @@ const char* const kUsage =
     "                           [engine options: --threads N --thread-policy adaptive|fixed --device D\n"
     "                            --dtype T --kv-cache-dtype T --max-batch-size N --max-batch-tokens N --kv-cache-mb MIB\n"
     "                            --batching continuous|static --prefill-budget TOKENS | --tpot-target-ms MS\n"
-    "                            --tpot-tail-share S\n"
+    "                            --tpot-tail-share S --queue-order arrival|pack\n"
     "                            --adapter NAME=DIR ...]\n"
     "  workload: {\"name\", \"requests\": [{\"prompt\"|\"input_ids\", \"adapter\", \"params\"}...]\n"
     "             or \"synthetic\": {\"count\", \"prompt_tokens\": [min, max], \"max_new_tokens\": [min, max],\n"
@@ -77,6 +77,7 @@ json run_context(const Workload& workload, const EngineOptions& options, size_t 
         {"workload", workload.name},
         {"model", options.model_dir},
         {"batching", options.static_batching ? "static" : "continuous"},
+        {"queue_order", options.queue_order == QueueOrder::Pack ? "pack" : "arrival"},
         {"threads", options.threads},
         {"thread_policy", options.adaptive_threads ? "adaptive" : "fixed"},
         {"cpu_gemm", runtime_info().cpu_gemm},

@@ -33,7 +33,7 @@ const char* const kUsage =
     "         [--dtype float32|bfloat16|int8|int4|float16] [--kv-cache-dtype auto|float32|bfloat16|float16]\n"
     "         [--max-batch-size N] [--max-batch-tokens N] [--adapter-memory-budget BYTES] [--kv-cache-mb MIB]\n"
     "         [--batching continuous|static] [--prefill-budget TOKENS | --tpot-target-ms MS [--tpot-tail-share S]]\n"
-    "         [--prefill-chunk TOKENS]\n"
+    "         [--prefill-chunk TOKENS] [--queue-order arrival|pack]\n"
     "         [--input FILE|-] [--output FILE|-] [--stats FILE] [--adapter-dir DIR] [--src-lang CODE] [--tgt-lang CODE]\n"
     "       lorascope-cli generate --demo [--demo-model t5|bart|bloom|llama] [--demo-dir DIR] [options above]\n"
     "  input:  JSON Lines {\"id\", \"prompt\" | \"input_ids\" | \"messages\", \"adapter\", \"params\": {max_new_tokens, min_new_tokens,\n"
@@ -82,6 +82,9 @@ const char* const kUsage =
     "  --threads N: compute threads (default: all cores); --thread-policy adaptive (default): at most N, fewer while\n"
     "          other programs keep cores busy (read between steps); fixed: always N\n"
     "  --batching static: no request joins until the running batch has drained (for comparison)\n"
+    "  --queue-order pack: once the waiting requests fit in the batch's rows, those that arrived together join\n"
+    "          longest first (max_new_tokens), so that the batch's last steps stay full (fewer steps in all; the\n"
+    "          shortest get their first token later). Default arrival: first come, first served\n"
     "  --demo: the trained demo pack's model (default t5) with all its adapters; without --input, each example\n"
     "          prompt is decoded under the base model and every adapter in one batch (ids \"exN/<target>\")\n";
 

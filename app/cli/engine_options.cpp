@@ -89,12 +89,17 @@ private:
 };
 
 // --batching continuous|static, --prefill-budget TOKENS (absent: the budget in time) and
-// --tpot-target-ms MS --tpot-tail-share S (lorascope/engine.h says what each means).
+// --tpot-target-ms MS --tpot-tail-share S, --queue-order arrival|pack (lorascope/engine.h says what
+// each means).
 void read_batching_policy(const Args& args, EngineOptions& options) {
     const std::string batching = args.get_or("batching", "continuous");
     if (batching != "continuous" && batching != "static")
         throw Error(ErrorKind::InvalidArgument, "--batching expects continuous or static, got '" + batching + "'");
     options.static_batching = batching == "static";
+    const std::string order = args.get_or("queue-order", "arrival");
+    if (order != "arrival" && order != "pack")
+        throw Error(ErrorKind::InvalidArgument, "--queue-order expects arrival or pack, got '" + order + "'");
+    options.queue_order = order == "pack" ? QueueOrder::Pack : QueueOrder::Arrival;
     options.tpot_target_ms = args.get_double("tpot-target-ms", 0);
     if (options.tpot_target_ms < 0)
         throw Error(ErrorKind::InvalidArgument, "--tpot-target-ms must be >= 0 (ms per output token; 0 = no target)");
@@ -111,7 +116,7 @@ void read_batching_policy(const Args& args, EngineOptions& options) {
 std::vector<std::string> engine_option_names() {
     return {"model", "threads", "device", "dtype", "kv-cache-dtype", "max-batch-size", "max-batch-tokens", "adapter",
             "adapter-memory-budget", "kv-cache-mb", "prefill-budget", "prefill-chunk", "profile", "batching",
-            "tpot-target-ms", "tpot-tail-share", "thread-policy"};
+            "tpot-target-ms", "tpot-tail-share", "thread-policy", "queue-order"};
 }
 
 EngineOptions engine_options_from(const Args& args) {

@@ -1,5 +1,6 @@
 // `lorascope-cli bench` on the demo pack's T5 under each batching policy (continuous with the
-// budget in time, continuous under a time-per-output-token target, static): every request runs to
+// budget in time, continuous under a time-per-output-token target, static, continuous with the
+// queue's end packed): every request runs to
 // its length, and the report's request-latency figures (end-to-end, queue, TTFT percentiles,
 // goodput) and rows-while-queued are exactly what its --requests-csv and --steps-csv records give.
 // No timing assertions: whatever the times were, the report must agree with the records.
@@ -39,6 +40,7 @@ private Q_SLOTS:
         QTest::newRow("continuous") << QStringList{};
         QTest::newRow("target") << QStringList{QStringLiteral("--tpot-target-ms"), QStringLiteral("3")};
         QTest::newRow("static") << QStringList{QStringLiteral("--batching"), QStringLiteral("static")};
+        QTest::newRow("packed") << QStringList{QStringLiteral("--queue-order"), QStringLiteral("pack")};
     }
 
     void reportAgreesWithRecords() {
@@ -60,6 +62,8 @@ private Q_SLOTS:
         const QJsonObject report = QJsonDocument::fromJson(QByteArray::fromStdString(r.out)).object();
         QCOMPARE(report[QStringLiteral("requests")].toInt(), kRequests);
         QCOMPARE(report[QStringLiteral("failed_requests")].toInt(), 0);
+        const bool packed = policy.contains(QStringLiteral("pack"));
+        QCOMPARE(report[QStringLiteral("queue_order")].toString(), packed ? QStringLiteral("pack") : QStringLiteral("arrival"));
 
         const auto requests = readCsv(requests_csv);
         const auto steps = readCsv(steps_csv);
@@ -70,10 +74,14 @@ private Q_SLOTS:
         std::vector<double> e2e, queue, ttft;
         int64_t good = 0;
         std::set<QString> ids, row_ids;
+        std::map<QString, int64_t> length;   // tokens of each request (EOS ignored: its max_new_tokens)
+        std::vector<QString> end_joins;       // joined while at most 8 (the rows) waited, in order
+        int64_t waiting = kRequests;          // before the step: all arrive at once
         for (const auto& q : requests) {
             QCOMPARE(q.at(QStringLiteral("reason")), QStringLiteral("length"));
             ids.insert(q.at(QStringLiteral("id")));
             const int64_t n = q.at(QStringLiteral("tokens")).toLongLong();
+            length[q.at(QStringLiteral("id"))] = n;
             QVERIFY(n >= 2 && n <= 24);
             tokens += n;
             e2e.push_back(number(q, "e2e_ms"));
@@ -92,8 +100,17 @@ private Q_SLOTS:
                 queued_rows += s.at(QStringLiteral("decode_tokens")).toLongLong();
             }
             for (const QString& id : s.at(QStringLiteral("row_requests")).split(QLatin1Char(';'), Qt::SkipEmptyParts))
-                row_ids.insert(id);
+                if (row_ids.insert(id).second && waiting <= 8) end_joins.push_back(id);
+            waiting = s.at(QStringLiteral("queue_depth")).toLongLong();
         }
+        // All 24 arrive together, 8 rows: packed, those that join once no more than the rows wait
+        // (the queue's end) join longest first; arrival order (the default) puts no such order on
+        // seed 5's lengths.
+        QVERIFY(end_joins.size() >= 2);
+        bool longest_first = true;
+        for (size_t i = 1; i < end_joins.size(); ++i)
+            longest_first = longest_first && length[end_joins[i - 1]] >= length[end_joins[i]];
+        if (packed || policy.isEmpty()) QCOMPARE(longest_first, packed);
         QCOMPARE(report[QStringLiteral("steps_by_threads")].toObject()[QStringLiteral("1")].toInt(), int(steps.size()));
         QCOMPARE(report[QStringLiteral("thread_policy")].toString(), QStringLiteral("adaptive"));
         QCOMPARE(tokens, int64_t(report[QStringLiteral("generated_tokens")].toInteger()));

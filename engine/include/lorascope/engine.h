@@ -165,6 +165,15 @@ struct StepStats {
 // EngineOptions::prefill_budget_tokens: the budget in time (the default).
 constexpr int64_t kPrefillBudgetInTime = -1;
 
+// EngineOptions::queue_order: which waiting request joins first.
+enum class QueueOrder {
+    Arrival,  // first come, first served
+    // The requests that arrived together (at one step boundary) and are the queue's last batch's
+    // worth join longest first (by max_new_tokens), so that the batch's last steps are not one long
+    // request decoding beside empty rows (batching/admission.h, packed_order).
+    Pack,
+};
+
 struct EngineOptions {
     std::string model_dir;
     std::string device = "cpu";      // "cpu" or "cuda[:N]"
@@ -188,6 +197,15 @@ struct EngineOptions {
     int64_t max_batch_size = 32;
     int64_t max_batch_tokens = 16384;  // counts padding
     bool static_batching = false;      // no joins until the running batch drains (for comparison)
+    // Arrival (the default): first come, first served. Pack: once no more requests wait than
+    // max_batch_size rows hold (all of them join as the running rows leave), those that arrived
+    // at the same step boundary join in order of max_new_tokens, most first. A batch's last steps
+    // then decode the short requests instead of one long one beside empty rows: W6's BLOOM
+    // workload (64 prompts at once, 8-128 new tokens) takes ~8% fewer steps (scripts/py/w6_bound.py,
+    // docs/benchmarks.md, issue 33). The cost: the shortest of them get their first token later.
+    // A request is only ever passed by requests that arrived with it, so nothing starves; where EOS
+    // ends requests well before max_new_tokens, the order packs less well (it is all that is known).
+    QueueOrder queue_order = QueueOrder::Arrival;
     // Bytes of resident adapter weights; 0 = unlimited. Soft: idle adapters are evicted least
     // recently used first, but adapters pinned by running requests stay, even over the budget.
     int64_t adapter_memory_budget = 0;

@@ -42,6 +42,22 @@ static bool rows_allowed(const BatchShape& before, const BatchShape& grown, cons
     return before.rows == 0 || grown.rows <= limits.rows_now;
 }
 
+std::vector<size_t> packed_order(const std::vector<Demand>& queue, int64_t rows) {
+    std::vector<size_t> order(queue.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    int64_t waiting = 0;
+    for (const auto& d : queue) waiting = util::checked_add(waiting, std::max<int64_t>(d.rows, 0)).value_or(INT64_MAX);
+    if (waiting > rows) return order;
+    for (size_t begin = 0; begin < order.size();) {
+        size_t end = begin + 1;
+        while (end < order.size() && queue[end].intake == queue[begin].intake) ++end;
+        std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(begin), order.begin() + static_cast<std::ptrdiff_t>(end),
+                         [&](size_t a, size_t b) { return queue[a].max_new_tokens > queue[b].max_new_tokens; });
+        begin = end;
+    }
+    return order;
+}
+
 AdmissionResult admit(std::deque<Demand>& queue, const BatchShape& running, const Limits& limits) {
     AdmissionResult result;
     BatchShape shape = running;

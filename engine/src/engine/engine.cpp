@@ -238,10 +238,12 @@ void EngineImpl::step() {
     stats.step = step_;
     stats.threads = threads_->before_step();
     const auto started = Clock::now();
+    scheduler_.end_intake();  // what arrives from now on arrived after this boundary
     try {
         runner_.drop_finished();  // leaves that failed at the last boundary
         stats.row_limit = options_.max_batch_size;
         if (!options_.static_batching || runner_.empty()) {
+            scheduler_.order();
             const auto limit = runner_.row_limit(scheduler_.front_prompt_tokens(), options_.max_batch_size);
             stats.row_limit = limit.rows;
             stats.row_plan_ms = limit.plan_ms;

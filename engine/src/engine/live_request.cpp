@@ -258,6 +258,7 @@ batching::Demand LiveRequest::demand() const {
     d.prompt_tokens = static_cast<int64_t>(prompt_ids.size());
     d.max_new_tokens = max_new_tokens + decoder_prefix;   // its positions are the decoder's too
     d.skipped = skipped;
+    d.intake = intake;
     return d;
 }
 

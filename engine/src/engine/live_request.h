@@ -90,6 +90,7 @@ struct LiveRequest {
 
     Clock::time_point submitted, admitted, first_token;
     int64_t skipped = 0;               // admission passes that went over it
+    int64_t intake = 0;                // the step boundary at which the engine took it (RequestScheduler)
     bool finished = false;
 
     // Once admitted: the KV-cache blocks reserved for it (models::KvPool::try_reserve), its rows'

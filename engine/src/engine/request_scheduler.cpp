@@ -13,6 +13,23 @@ RequestScheduler::RequestScheduler(const models::Model& model, adapters::Adapter
     : model_(model), registry_(registry), pool_(pool), loader_(registry) {
     limits_.max_batch_size = options.max_batch_size;
     limits_.max_batch_tokens = options.max_batch_tokens;
+    queue_order_ = options.queue_order;
+}
+
+void RequestScheduler::enqueue(std::unique_ptr<LiveRequest> request) {
+    request->intake = intake_;
+    waiting_.push_back(std::move(request));
+}
+
+void RequestScheduler::order() {
+    if (queue_order_ != QueueOrder::Pack || waiting_.size() < 2) return;
+    std::vector<batching::Demand> demands;
+    demands.reserve(waiting_.size());
+    for (const auto& w : waiting_) demands.push_back(w->demand());
+    const auto order = batching::packed_order(demands, limits_.max_batch_size);
+    std::deque<std::unique_ptr<LiveRequest>> ordered;
+    for (size_t i : order) ordered.push_back(std::move(waiting_[i]));
+    waiting_.swap(ordered);
 }
 
 void RequestScheduler::cancel(const std::function<bool(RequestId)>& wanted) {

@@ -25,7 +25,10 @@ public:
     RequestScheduler(const models::Model& model, adapters::AdapterRegistry& registry, models::KvPool& pool,
                      const EngineOptions& options);
 
-    void enqueue(std::unique_ptr<LiveRequest> request) { waiting_.push_back(std::move(request)); }
+    // Queues a request of the current intake: the requests that arrive between two step boundaries
+    // (the engine calls end_intake() at each); between them, their arrival order is chance.
+    void enqueue(std::unique_ptr<LiveRequest> request);
+    void end_intake() { ++intake_; }
     bool empty() const { return waiting_.empty(); }
     int64_t depth() const { return static_cast<int64_t>(waiting_.size()); }
 
@@ -35,6 +38,10 @@ public:
     // The requests that join now, in queue order: adapter pinned, KV blocks reserved. `row_limit`:
     // the rows the batch may hold at this boundary (a latency target); soft, see batching::Limits.
     std::vector<std::unique_ptr<LiveRequest>> admit(const batching::BatchShape& running, int64_t row_limit = INT64_MAX);
+    // Under QueueOrder::Pack, puts the waiting requests in the order they should join
+    // (batching::packed_order over max_batch_size rows); under Arrival it does nothing. Before
+    // front_prompt_tokens() and admit() at a step boundary.
+    void order();
     // The prompt length of the first waiting request (0: none waits).
     int64_t front_prompt_tokens() const;
 
@@ -49,6 +56,8 @@ private:
     adapters::AdapterRegistry& registry_;
     models::KvPool& pool_;
     batching::Limits limits_;
+    QueueOrder queue_order_ = QueueOrder::Arrival;
+    int64_t intake_ = 0;
     std::deque<std::unique_ptr<LiveRequest>> waiting_;
     AdapterLoader loader_;   // evicted adapters' reloads, off the engine thread
 };
