@@ -1,11 +1,13 @@
 """W6 of scripts/bench-peers: batching policies on requests of different lengths (issue 33).
 
 Two models, each with requests whose max_new_tokens are uniform (EOS ignored), all at once and as
-a Poisson stream at ~0.9x the request rate that model reached all at once in the same run; three
+a Poisson stream at ~0.9x the request rate that model reached all at once in the same run; five
 policies in the same run, taking turns: static batching, continuous batching with the budget in
 time and no target, and continuous batching with a time-per-output-token target equal to static
-batching's per-token p95 on the same arrival in the same round. Ours only: neither peer batches
-continuously. Goodput counts the requests within static's TTFT p50 and that per-token target.
+batching's per-token p95 on the same arrival in the same round; then both continuous policies again
+with the queue's end packed (`--queue-order pack`: the last batch's worth of requests that arrived
+together join longest first). Ours only: neither peer batches continuously. Goodput counts the
+requests within static's TTFT p50 and that per-token target.
 """
 import csv
 import json
@@ -20,7 +22,7 @@ MODELS = {
 }
 POISSON_SHARE = 0.9
 POISSON_SEED = 7
-POLICIES = ("static", "continuous", "target")
+POLICIES = ("static", "continuous", "target", "packed", "packed target")
 
 
 def new_tokens(count, lo, hi, seed=33):
@@ -49,13 +51,15 @@ def requests_figures(path, ttft_target, tpot_target):
 
 
 def run_policy(ctx, run_child, name, model_dir, workload, policy, target_ms, expected_tokens):
-    csv_path = os.path.join(ctx.tmp, f"{name}_{policy}_requests.csv")
+    csv_path = os.path.join(ctx.tmp, f"{name}_{policy.replace(' ', '_')}_requests.csv")
     cmd = [ctx.cli, "bench", "--model", model_dir, "--workload", workload, "--threads", str(ctx.threads),
            "--max-batch-size", str(ctx.batch), "--max-batch-tokens", "1000000", "--requests-csv", csv_path]
     if policy == "static":
         cmd += ["--batching", "static"]
-    elif policy == "target":
+    if policy.endswith("target"):
         cmd += ["--tpot-target-ms", f"{target_ms:.3f}"]
+    if policy.startswith("packed"):
+        cmd += ["--queue-order", "pack"]
     proc, cpu_s = run_child(cmd, ctx.env, f"{name} {policy}")
     report = json.loads(proc.stdout)
     if report["failed_requests"] or report["generated_tokens"] != expected_tokens:
@@ -66,14 +70,14 @@ def run_policy(ctx, run_child, name, model_dir, workload, policy, target_ms, exp
 
 
 def one_arrival(ctx, run_child, name, model_dir, workload, expected_tokens):
-    """ctx.repeat rounds of static, continuous and target (target = that round's static p95)."""
+    """ctx.repeat rounds of every policy, static first (target = that round's static p95)."""
     runs = {p: [] for p in POLICIES}
     for _ in range(ctx.repeat):
         static = run_policy(ctx, run_child, name, model_dir, workload, "static", 0, expected_tokens)
         runs["static"].append(static)
-        runs["continuous"].append(run_policy(ctx, run_child, name, model_dir, workload, "continuous", 0, expected_tokens))
         target = static["per_token_ms"]["p95"]
-        runs["target"].append(run_policy(ctx, run_child, name, model_dir, workload, "target", target, expected_tokens))
+        for p in POLICIES[1:]:
+            runs[p].append(run_policy(ctx, run_child, name, model_dir, workload, p, target, expected_tokens))
     for round_index in range(ctx.repeat):
         static = runs["static"][round_index]
         for p in POLICIES:
@@ -155,7 +159,7 @@ def markdown(sections):
         for p in POLICIES:
             f = s["summary"][p]
             vs = f["vs_static"]
-            target = f" ({f['tpot_target_ms']:.0f})" if p == "target" else ""
+            target = f" ({f['tpot_target_ms']:.0f})" if p.endswith("target") else ""
             lines.append(
                 f"| {s['family']} | {arrival} | {p} | {f['tokens_per_s']:.1f} ({f['tokens_per_s_range'][0]:.0f}-"
                 f"{f['tokens_per_s_range'][1]:.0f}) | {vs['tokens_per_s']:.2f}x | {f['rows_while_queued']:.1f} | "

@@ -4,15 +4,19 @@ Both policies are simulated step by step on W6's own request lengths (bench_peer
 new_tokens, so the same draws), batch 32, all requests at once, prefill free (it costs both
 policies the same total work, so it only pulls the ratios towards 1), and a step that costs
 t(rows) = a + b x rows. Static takes the requests in waves of 32 (finished rows leave the wave);
-continuous keeps 32 rows while any request waits, each newcomer's first token in the step it joins.
-So the ratios printed are the best any continuous batcher can do against static on these lengths
-for that step cost, whatever its scheduling.
+continuous keeps 32 rows while any request waits, each newcomer's first token in the step it joins,
+first come first served. So the ratios printed are the best a first-come-first-served continuous
+batcher can do against static on these lengths for that step cost. The order the requests join in
+moves the batch's end: "packed" lets the last batch's worth of waiting requests join longest first
+(`--queue-order pack`), and "any order" bounds every order: no schedule takes fewer steps than all
+tokens over 32 rows, nor than the longest request.
 
 The target columns bound the policy with a time-per-output-token target equal to static's per-token
 p95 (the gaps between a request's tokens, each the step it decoded in, over all requests): no step
 may exceed it, so no step holds more than the R rows whose step fits, and a first-come-first-served
 batcher that keeps R rows while requests wait (the most tokens per step under the target, prefill
-still free) gives the best tokens/s and TTFT p50 the target allows on these lengths.
+still free) gives the best tokens/s and TTFT p50 the target allows on these lengths, first come
+first served.
 
 With --prefill MODEL=C (a prompt token's prefill, in units of one row's decoding cost b; fitted to
 a steps CSV by --steps-csv when not given) the target columns are simulated again with prefill paid for: static
@@ -58,15 +62,26 @@ def decode(rows, ttft, clock):
             del rows[i]
 
 
-def continuous(lengths, t, rows_cap=BATCH):
-    clock, ttft, left, nxt = 0.0, [None] * len(lengths), {}, 0
-    while nxt < len(lengths) or left:
-        while len(left) < rows_cap and nxt < len(lengths):
-            left[nxt] = lengths[nxt]
-            nxt += 1
+def continuous(lengths, t, rows_cap=BATCH, pack=False):
+    """First come first served; pack: once no more wait than the batch holds, longest first
+    (all of W6's requests arrive together, so they are one intake)."""
+    clock, ttft, left, queue = 0.0, [None] * len(lengths), {}, list(range(len(lengths)))
+    while queue or left:
+        if pack and len(queue) <= BATCH:
+            queue.sort(key=lambda i: -lengths[i])
+        while len(left) < rows_cap and queue:
+            i = queue.pop(0)
+            left[i] = lengths[i]
         clock += t(len(left))
         decode(left, ttft, clock)
     return clock, ttft
+
+
+def any_order(lengths, t):
+    """The fewest steps any schedule takes, each as cheap as its rows allow: all tokens over full
+    rows, and the longest request's steps."""
+    tokens, steps = sum(lengths), max(-(-sum(lengths) // BATCH), max(lengths))
+    return t(0) * steps + (t(1) - t(0)) * tokens
 
 
 def static_tpot_p95(lengths, t):
@@ -158,8 +173,9 @@ def main():
             if c is not None and family not in prefill:
                 prefill[family] = c
     print("| model | step a/b | tokens/s continuous / static, at most | TTFT p50 continuous / static, at least "
+          "| packed: tokens/s, TTFT p50 | any order: tokens/s, at most "
           "| target rows R (of 32) | with the target: tokens/s, at most | TTFT p50, at least |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for family, (count, (lo, hi)) in MODELS.items():
         lengths = new_tokens(count, lo, hi)
         for k in [0, 8, 16, 32, 64, float("inf")] + fits.get(family, []):
@@ -170,8 +186,11 @@ def main():
             target = static_tpot_p95(lengths, t)
             cap = max(r for r in range(1, BATCH + 1) if t(r) <= target + 1e-9)
             g_clock, g_ttft = continuous(lengths, t, cap)
+            k_clock, k_ttft = continuous(lengths, t, pack=True)
             print(f"| {family} | {k:.1f} | {s_clock / c_clock:.3f} | "
-                  f"{statistics.median(c_ttft) / statistics.median(s_ttft):.3f} | {cap} | {s_clock / g_clock:.3f} | "
+                  f"{statistics.median(c_ttft) / statistics.median(s_ttft):.3f} | "
+                  f"{s_clock / k_clock:.3f}, {statistics.median(k_ttft) / statistics.median(s_ttft):.3f} | "
+                  f"{s_clock / any_order(lengths, t):.3f} | {cap} | {s_clock / g_clock:.3f} | "
                   f"{statistics.median(g_ttft) / statistics.median(s_ttft):.3f} |")
             if family in prefill and k != float("inf"):
                 c = prefill[family]
@@ -186,7 +205,7 @@ def main():
                     if best is None or ratio < best[0]:
                         best = (ratio, r, p_clock / g_clock)
                 print(f"| {family}, prefill {c:.3g} b a token | {k:.1f} | {p_clock / n_clock:.3f} | "
-                      f"{statistics.median(n_ttft) / statistics.median(p_ttft):.3f} | {best[1]} | "
+                      f"{statistics.median(n_ttft) / statistics.median(p_ttft):.3f} | | | {best[1]} | "
                       f"{fastest:.3f} (at R = {best[1]}: {best[2]:.3f}) | {best[0]:.3f} |")
 
 

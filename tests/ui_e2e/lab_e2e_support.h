@@ -64,6 +64,7 @@ inline QJsonObject cliBench(const QString& workload, const EngineOptions& o, con
     if (o.prefill_budget_tokens >= 0) args << QStringLiteral("--prefill-budget") << QString::number(o.prefill_budget_tokens);
     if (o.tpot_target_ms > 0) args << QStringLiteral("--tpot-target-ms") << QString::number(o.tpot_target_ms);
     if (o.static_batching) args << QStringLiteral("--static");
+    if (o.queue_order == QueueOrder::Pack) args << QStringLiteral("--queue-order") << QStringLiteral("pack");
     const CliResult r = run_cli_command(args, 240000);
     if (r.exit_code != 0) {
         qWarning("lorascope-cli bench failed (%d): %s", r.exit_code, r.err.c_str());

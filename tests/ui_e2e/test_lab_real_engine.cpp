@@ -158,6 +158,24 @@ private Q_SLOTS:
     // End-to-end latency and goodput, set after the run: the lab's figures, its summary and its
     // end-to-end CDF are what its exported requests CSV gives under bench's definitions
     // (recomputed here from the records), and its tokens are the steps CSV's decoded rows.
+    // The policy editor's third batching choice is the packed queue end, both ways: a policy with
+    // QueueOrder::Pack shows it, the choice gives it (and the CLI bench of the lab's runs passes it
+    // on as --queue-order pack, lab_e2e_support.h); continuous and static stay first come first served.
+    void aPackedQueueEndRoundTripsThroughThePolicyEditor() {
+        LabPolicyEditor* editor = lab()->policyEditor();
+        const EngineOptions before = editor->apply(0, EngineOptions());
+        EngineOptions packed = before;
+        packed.static_batching = false;
+        packed.queue_order = QueueOrder::Pack;
+        editor->setPolicy(0, packed);
+        QCOMPARE(editor->apply(0, EngineOptions()).queue_order, QueueOrder::Pack);
+        QVERIFY(!editor->apply(0, EngineOptions()).static_batching);
+        QVERIFY2(editor->describe(0).startsWith(QStringLiteral("continuous, packed end")), qPrintable(editor->describe(0)));
+        editor->setPolicy(0, before);
+        QCOMPARE(editor->apply(0, EngineOptions()).queue_order, QueueOrder::Arrival);
+        QCOMPARE(editor->apply(1, EngineOptions()).queue_order, QueueOrder::Arrival);
+    }
+
     void latencyAndGoodputAreTheRequestsCsv() {
         const LabRunner* runner = lab()->runner();
         QVERIFY(runner->policyCount() == 2 && runner->data(0).hasFigures());

@@ -32,9 +32,12 @@ LabPolicyEditor::LabPolicyEditor(const QStringList& names, QWidget* parent) : QG
         auto* header = new QLabel(QStringLiteral("<b>%1</b>").arg(names[c]), this);
         grid->addWidget(header, 0, c + 1, Qt::AlignHCenter);
         col.batching = new QComboBox(this);
-        col.batching->addItems({tr("continuous"), tr("static")});
+        col.batching->addItems({tr("continuous"), tr("static"), tr("continuous, packed end")});
         col.batching->setAccessibleName(tr("%1: batching").arg(names[c]));
-        col.batching->setToolTip(tr("Static: no request joins until the running batch has drained"));
+        col.batching->setToolTip(tr("Static: no request joins until the running batch has drained. Packed end: once "
+                                    "the waiting requests fit in the batch, those submitted together join longest "
+                                    "first, so that the batch stays full to its end (fewer steps; the shortest "
+                                    "start later)"));
         col.max_batch = spin(this, 1, 4096, {}, tr("%1: max batch size").arg(names[c]), tr("Rows in a batch at most"));
         col.max_tokens = spin(this, 1, 1 << 20, {}, tr("%1: max batch tokens").arg(names[c]), tr("Tokens in a batch at most, padding counted"));
         // -1 (the engine's default, kPrefillBudgetInTime): the budget in time, from measured step
@@ -64,7 +67,7 @@ QString LabPolicyEditor::name(int policy) const { return columns_.at(size_t(poli
 
 void LabPolicyEditor::setPolicy(int policy, const EngineOptions& o) {
     const Column& c = columns_.at(size_t(policy));
-    c.batching->setCurrentIndex(o.static_batching ? 1 : 0);
+    c.batching->setCurrentIndex(o.static_batching ? 1 : o.queue_order == QueueOrder::Pack ? 2 : 0);
     c.max_batch->setValue(int(o.max_batch_size));
     c.max_tokens->setValue(int(o.max_batch_tokens));
     c.prefill_budget->setValue(int(qMax<int64_t>(kPrefillBudgetInTime, o.prefill_budget_tokens)));
@@ -77,6 +80,7 @@ void LabPolicyEditor::setPolicy(int policy, const EngineOptions& o) {
 EngineOptions LabPolicyEditor::apply(int policy, EngineOptions o) const {
     const Column& c = columns_.at(size_t(policy));
     o.static_batching = c.batching->currentIndex() == 1;
+    o.queue_order = c.batching->currentIndex() == 2 ? QueueOrder::Pack : QueueOrder::Arrival;
     o.max_batch_size = c.max_batch->value();
     o.max_batch_tokens = c.max_tokens->value();
     o.prefill_budget_tokens = c.prefill_budget->value();
