@@ -31,7 +31,8 @@ WORKLOADS = {
                what="W1 arriving as a Poisson stream; ours continuous vs ours static"),
     "W6": dict(family="t5,bloom", prompts=128, new_tokens=0, policies=True,
                what="W1's model (128 requests, 8-256 new tokens) and W3's BLOOM (64, 8-128), all at once and "
-                    "Poisson at 0.9x; ours static vs continuous vs continuous with static's per-token p95 as target"),
+                    "Poisson at 0.9x; ours static vs continuous vs continuous with static's per-token p95 as target, "
+                    "both continuous ones again with the queue's end packed"),
     "W7": dict(family="qwen2", prompts=32, new_tokens=128, prompt_range=(16, 512),
                what="Qwen2.5-0.5B shape (24 layers, 896 wide, 14 / 2 KV heads, vocab 151936, tied), "
                     "32 prompts of 16-512 tokens"),
@@ -239,8 +240,9 @@ def run_workload(ctx, name):
     if w.get("policies"):
         sections = w6.run_w6(ctx, build, run_child, models)
         return {"workload": name, "what": w["what"], "family": w["family"], "sections": sections, "results": [],
-                "notes": [f"{ctx.repeat} rounds of static, continuous, target (each round's target: that round's "
-                          "static per-token p95); medians over rounds, ratios to static within each round",
+                "notes": [f"{ctx.repeat} rounds of static, continuous, target, packed, packed target (each round's "
+                          "target: that round's static per-token p95); medians over rounds, ratios to static within "
+                          "each round",
                           w6.loads_note(sections)]}
     family = w["family"]
     count = min(QUICK["prompts"], w["prompts"]) if ctx.quick else w["prompts"]
