@@ -15,8 +15,7 @@ The target columns bound the policy with a time-per-output-token target equal to
 p95 (the gaps between a request's tokens, each the step it decoded in, over all requests): no step
 may exceed it, so no step holds more than the R rows whose step fits, and a first-come-first-served
 batcher that keeps R rows while requests wait (the most tokens per step under the target, prefill
-still free) gives the best tokens/s and TTFT p50 the target allows on these lengths, first come
-first served.
+still free) gives the best tokens/s and TTFT p50 the target allows on these lengths.
 
 With --prefill MODEL=C (a prompt token's prefill, in units of one row's decoding cost b; fitted to
 a steps CSV by --steps-csv when not given) the target columns are simulated again with prefill paid for: static

@@ -155,9 +155,6 @@ private Q_SLOTS:
                      QString::number(runner->data(p).figures().steps));
     }
 
-    // End-to-end latency and goodput, set after the run: the lab's figures, its summary and its
-    // end-to-end CDF are what its exported requests CSV gives under bench's definitions
-    // (recomputed here from the records), and its tokens are the steps CSV's decoded rows.
     // The policy editor's third batching choice is the packed queue end, both ways: a policy with
     // QueueOrder::Pack shows it, the choice gives it (and the CLI bench of the lab's runs passes it
     // on as --queue-order pack, lab_e2e_support.h); continuous and static stay first come first served.
@@ -176,6 +173,9 @@ private Q_SLOTS:
         QCOMPARE(editor->apply(1, EngineOptions()).queue_order, QueueOrder::Arrival);
     }
 
+    // End-to-end latency and goodput, set after the run: the lab's figures, its summary and its
+    // end-to-end CDF are what its exported requests CSV gives under bench's definitions
+    // (recomputed here from the records), and its tokens are the steps CSV's decoded rows.
     void latencyAndGoodputAreTheRequestsCsv() {
         const LabRunner* runner = lab()->runner();
         QVERIFY(runner->policyCount() == 2 && runner->data(0).hasFigures());

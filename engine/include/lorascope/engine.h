@@ -201,8 +201,9 @@ struct EngineOptions {
     // max_batch_size rows hold (all of them join as the running rows leave), those that arrived
     // at the same step boundary join in order of max_new_tokens, most first. A batch's last steps
     // then decode the short requests instead of one long one beside empty rows: W6's BLOOM
-    // workload (64 prompts at once, 8-128 new tokens) takes ~8% fewer steps (scripts/py/w6_bound.py,
-    // docs/benchmarks.md, issue 33). The cost: the shortest of them get their first token later.
+    // workload (64 prompts at once, 8-128 new tokens) took 172 steps instead of 225, ~5% more
+    // tokens/s on a two-core Zen 4 (docs/benchmarks.md, issue 33). The cost: the shortest of them
+    // get their first token later.
     // A request is only ever passed by requests that arrived with it, so nothing starves; where EOS
     // ends requests well before max_new_tokens, the order packs less well (it is all that is known).
     QueueOrder queue_order = QueueOrder::Arrival;
