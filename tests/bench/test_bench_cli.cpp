@@ -169,7 +169,8 @@ private Q_SLOTS:
         }
     }
 
-    // --thread-policy fixed keeps every step on --threads; a bad value is refused by name.
+    // --thread-policy fixed keeps every step on --threads; a bad value (of it, or of --queue-order)
+    // is refused by name.
     void threadPolicyFixedKeepsTheCount() {
         const QString workload = dir_.filePath(QStringLiteral("t.json")), steps_csv = dir_.filePath(QStringLiteral("t.csv"));
         std::ofstream(workload.toStdString())
@@ -197,6 +198,10 @@ private Q_SLOTS:
             test::run_cli_command(args + QStringList{QStringLiteral("--thread-policy"), QStringLiteral("some")}, 240000);
         QVERIFY(bad.exit_code != 0);
         QVERIFY2(bad.err.find("--thread-policy expects adaptive") != std::string::npos, bad.err.c_str());
+        const test::CliResult order =
+            test::run_cli_command(args + QStringList{QStringLiteral("--queue-order"), QStringLiteral("longest")}, 240000);
+        QVERIFY(order.exit_code != 0);
+        QVERIFY2(order.err.find("--queue-order expects arrival or pack, got 'longest'") != std::string::npos, order.err.c_str());
     }
 };
 
