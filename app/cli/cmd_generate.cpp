@@ -82,9 +82,9 @@ const char* const kUsage =
     "  --threads N: compute threads (default: all cores); --thread-policy adaptive (default): at most N, fewer while\n"
     "          other programs keep cores busy (read between steps); fixed: always N\n"
     "  --batching static: no request joins until the running batch has drained (for comparison)\n"
-    "  --queue-order pack: once the waiting requests fit in the batch's rows, those that arrived together join\n"
-    "          longest first (max_new_tokens), so that the batch's last steps stay full (fewer steps in all; the\n"
-    "          shortest get their first token later). Default arrival: first come, first served\n"
+    "  --queue-order pack: requests that arrived together join shortest first (max_new_tokens), so that most\n"
+    "          answers come soonest, and the last batch's worth longest first, so that the batch stays full to\n"
+    "          its end (fewer steps; the longest start last). Default arrival: first come, first served\n"
     "  --demo: the trained demo pack's model (default t5) with all its adapters; without --input, each example\n"
     "          prompt is decoded under the base model and every adapter in one batch (ids \"exN/<target>\")\n";
 

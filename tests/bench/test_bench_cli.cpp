@@ -9,6 +9,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -76,6 +77,7 @@ private Q_SLOTS:
         std::set<QString> ids, row_ids;
         std::map<QString, int64_t> length;   // tokens of each request (EOS ignored: its max_new_tokens)
         std::vector<QString> end_joins;       // joined while at most 8 (the rows) waited, in order
+        std::vector<QString> first_joins;     // joined in the first step
         int64_t waiting = kRequests;          // before the step: all arrive at once
         for (const auto& q : requests) {
             QCOMPARE(q.at(QStringLiteral("reason")), QStringLiteral("length"));
@@ -100,16 +102,25 @@ private Q_SLOTS:
                 queued_rows += s.at(QStringLiteral("decode_tokens")).toLongLong();
             }
             for (const QString& id : s.at(QStringLiteral("row_requests")).split(QLatin1Char(';'), Qt::SkipEmptyParts))
-                if (row_ids.insert(id).second && waiting <= 8) end_joins.push_back(id);
+                if (row_ids.insert(id).second) {
+                    if (waiting <= 8) end_joins.push_back(id);
+                    if (s.at(QStringLiteral("step")).toInt() == 0) first_joins.push_back(id);
+                }
             waiting = s.at(QStringLiteral("queue_depth")).toLongLong();
         }
-        // All 24 arrive together, 8 rows: packed, those that join once no more than the rows wait
-        // (the queue's end) join longest first; arrival order (the default) puts no such order on
-        // seed 5's lengths.
+        // All 24 arrive together, 8 rows: packed, the first 8 to join are the 8 shortest, and those
+        // that join once no more than the rows wait (the queue's end) join longest first; arrival
+        // order (the default) puts neither order on seed 5's lengths.
         QVERIFY(end_joins.size() >= 2);
         bool longest_first = true;
         for (size_t i = 1; i < end_joins.size(); ++i)
             longest_first = longest_first && length[end_joins[i - 1]] >= length[end_joins[i]];
+        std::vector<int64_t> sorted;
+        for (const auto& [id, n] : length) sorted.push_back(n);
+        std::sort(sorted.begin(), sorted.end());
+        bool shortest_first = first_joins.size() == 8;
+        for (const QString& id : first_joins) shortest_first = shortest_first && length[id] <= sorted[7];
+        if (packed || policy.isEmpty()) QCOMPARE(shortest_first, packed);
         if (packed || policy.isEmpty()) QCOMPARE(longest_first, packed);
         QCOMPARE(report[QStringLiteral("steps_by_threads")].toObject()[QStringLiteral("1")].toInt(), int(steps.size()));
         QCOMPARE(report[QStringLiteral("thread_policy")].toString(), QStringLiteral("adaptive"));

@@ -2,7 +2,7 @@
 // queues what does not fit, the per-step prefill budget keeps every request's tokens unchanged,
 // cancel_all leaves later submissions alone, client ids are echoed, replacing the stats listener
 // waits for a call in flight, a latency target sizes even the first wave by measured steps, and a
-// packed queue (QueueOrder::Pack) lets its end join longest first with every token HF's.
+// packed queue (QueueOrder::Pack) joins by length with every token HF's.
 #include <QtTest>
 
 #include <algorithm>
@@ -123,16 +123,16 @@ private Q_SLOTS:
         for (const auto& s : log.steps) QCOMPARE(s.rows, int64_t(1));
     }
 
-    // QueueOrder::Pack on a real engine: six requests submitted together (one intake), shortest
-    // first, three rows. The first three join by arrival (six wait: more than the rows); the rest
-    // (three wait: the batch's end) join longest first. Each request's tokens are HF's greedy ones,
-    // cut at its max_new_tokens (not BART's: its generation config forces EOS at the last position,
-    // so a shorter max_new_tokens is no prefix of HF's records).
-    void a_packed_queue_end_joins_longest_first_data() {
+    // QueueOrder::Pack on a real engine: six requests submitted together (one intake) of 7, 2, 6,
+    // 3, 5 and 4 new tokens, three rows. Six wait, more than the rows: the three shortest join
+    // first; then three wait (the batch's end) and join longest first. Each request's tokens are
+    // HF's greedy ones, cut at its max_new_tokens (not BART's: its generation config forces EOS at
+    // the last position, so a shorter max_new_tokens is no prefix of HF's records).
+    void a_packed_queue_joins_by_length_data() {
         QTest::addColumn<QString>("variant");
         for (const char* v : {"t5_v1_1", "bloom_4h"}) QTest::newRow(v) << QString(v);
     }
-    void a_packed_queue_end_joins_longest_first() {
+    void a_packed_queue_joins_by_length() {
         QFETCH(QString, variant);
         const auto v = test::load_variant(variant.toStdString());
         const auto& prompts = v.records["prompts"];
@@ -145,8 +145,9 @@ private Q_SLOTS:
         auto sink = std::make_shared<CollectingSink>();
         engine->set_paused(true);
         std::vector<RequestId> ids;
+        const int64_t lengths[] = {7, 2, 6, 3, 5, 4};
         for (int64_t i = 0; i < 6; ++i)
-            ids.push_back(engine->submit(test::greedy_request(prompts[size_t(i) % prompts.size()], 2 + i), sink));
+            ids.push_back(engine->submit(test::greedy_request(prompts[size_t(i) % prompts.size()], lengths[i]), sink));
         engine->set_paused(false);
         QVERIFY(sink->wait_finished(ids.size()));
         engine->wait_idle();
@@ -156,14 +157,14 @@ private Q_SLOTS:
             QCOMPARE(rec.finishes.size(), size_t(1));
             QCOMPARE(rec.finishes[0].reason == FinishReason::Error ? rec.finishes[0].error : std::string(), std::string());
             auto expected = greedy[i % prompts.size()].get<std::vector<int64_t>>();
-            expected.resize(std::min(expected.size(), size_t(2 + i)));
+            expected.resize(std::min(expected.size(), size_t(lengths[i])));
             QCOMPARE(rec.finishes[0].token_ids, expected);
         }
         std::vector<RequestId> joined;  // in the order each first holds a row
         for (const auto& s : log.steps)
             for (RequestId id : s.row_requests)
                 if (std::find(joined.begin(), joined.end(), id) == joined.end()) joined.push_back(id);
-        QCOMPARE(joined, (std::vector<RequestId>{ids[0], ids[1], ids[2], ids[5], ids[4], ids[3]}));
+        QCOMPARE(joined, (std::vector<RequestId>{ids[1], ids[3], ids[5], ids[0], ids[2], ids[4]}));
     }
 
     // A prefill budget far below the prompts' lengths, with a row already decoding (the budget

@@ -32,12 +32,12 @@ LabPolicyEditor::LabPolicyEditor(const QStringList& names, QWidget* parent) : QG
         auto* header = new QLabel(QStringLiteral("<b>%1</b>").arg(names[c]), this);
         grid->addWidget(header, 0, c + 1, Qt::AlignHCenter);
         col.batching = new QComboBox(this);
-        col.batching->addItems({tr("continuous"), tr("static"), tr("continuous, packed end")});
+        col.batching->addItems({tr("continuous"), tr("static"), tr("continuous, packed")});
         col.batching->setAccessibleName(tr("%1: batching").arg(names[c]));
-        col.batching->setToolTip(tr("Static: no request joins until the running batch has drained. Packed end: once "
-                                    "the waiting requests fit in the batch, those submitted together join longest "
-                                    "first, so that the batch stays full to its end (fewer steps; the shortest "
-                                    "start later)"));
+        col.batching->setToolTip(tr("Static: no request joins until the running batch has drained. Packed: requests "
+                                    "submitted together join shortest first, so that most answers come soonest, and "
+                                    "the last batch's worth longest first, so that the batch stays full to its end "
+                                    "(the longest start last)"));
         col.max_batch = spin(this, 1, 4096, {}, tr("%1: max batch size").arg(names[c]), tr("Rows in a batch at most"));
         col.max_tokens = spin(this, 1, 1 << 20, {}, tr("%1: max batch tokens").arg(names[c]), tr("Tokens in a batch at most, padding counted"));
         // -1 (the engine's default, kPrefillBudgetInTime): the budget in time, from measured step

@@ -168,9 +168,9 @@ constexpr int64_t kPrefillBudgetInTime = -1;
 // EngineOptions::queue_order: which waiting request joins first.
 enum class QueueOrder {
     Arrival,  // first come, first served
-    // The requests that arrived together (at one step boundary) and are the queue's last batch's
-    // worth join longest first (by max_new_tokens), so that the batch's last steps are not one long
-    // request decoding beside empty rows (batching/admission.h, packed_order).
+    // The requests that arrived together (at one step boundary) join shortest first (by
+    // max_new_tokens), and the queue's last batch's worth longest first (batching/admission.h,
+    // packed_order).
     Pack,
 };
 
@@ -197,15 +197,15 @@ struct EngineOptions {
     int64_t max_batch_size = 32;
     int64_t max_batch_tokens = 16384;  // counts padding
     bool static_batching = false;      // no joins until the running batch drains (for comparison)
-    // Arrival (the default): first come, first served. Pack: once no more requests wait than
-    // max_batch_size rows hold (all of them join as the running rows leave), those that arrived
-    // at the same step boundary join in order of max_new_tokens, most first. A batch's last steps
-    // then decode the short requests instead of one long one beside empty rows: W6's BLOOM
-    // workload (64 prompts at once, 8-128 new tokens) took 172 steps instead of 225, ~5% more
-    // tokens/s on a two-core Zen 4 (docs/benchmarks.md, issue 33). The cost: the shortest of them
-    // get their first token later.
-    // A request is only ever passed by requests that arrived with it, so nothing starves; where EOS
-    // ends requests well before max_new_tokens, the order packs less well (it is all that is known).
+    // Arrival (the default): first come, first served. Pack: the requests that arrived at the same
+    // step boundary (a batch submitted at once) join shortest first by max_new_tokens while more
+    // wait than max_batch_size rows hold, so that most answers come soonest; the last batch's worth
+    // (all of it joins as running rows leave) joins longest first, so that the batch's last steps
+    // decode short requests rather than one long one beside empty rows. A request is only ever
+    // passed by requests that arrived with it, so nothing starves and a stream keeps its order.
+    // The longest of a batch start last. Where EOS ends requests well before max_new_tokens, the
+    // order knows less (it is all that is known before decoding). Measured: docs/benchmarks.md,
+    // issue 33.
     QueueOrder queue_order = QueueOrder::Arrival;
     // Bytes of resident adapter weights; 0 = unlimited. Soft: idle adapters are evicted least
     // recently used first, but adapters pinned by running requests stay, even over the budget.

@@ -47,13 +47,16 @@ std::vector<size_t> packed_order(const std::vector<Demand>& queue, int64_t rows)
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     int64_t waiting = 0;
     for (const auto& d : queue) waiting = util::checked_add(waiting, std::max<int64_t>(d.rows, 0)).value_or(INT64_MAX);
-    if (waiting > rows) return order;
+    const bool end = waiting <= rows;   // every one of them joins as the running rows leave
     for (size_t begin = 0; begin < order.size();) {
-        size_t end = begin + 1;
-        while (end < order.size() && queue[end].intake == queue[begin].intake) ++end;
-        std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(begin), order.begin() + static_cast<std::ptrdiff_t>(end),
-                         [&](size_t a, size_t b) { return queue[a].max_new_tokens > queue[b].max_new_tokens; });
-        begin = end;
+        size_t stop = begin + 1;
+        while (stop < order.size() && queue[stop].intake == queue[begin].intake) ++stop;
+        std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(begin), order.begin() + static_cast<std::ptrdiff_t>(stop),
+                         [&](size_t a, size_t b) {
+                             return end ? queue[a].max_new_tokens > queue[b].max_new_tokens
+                                        : queue[a].max_new_tokens < queue[b].max_new_tokens;
+                         });
+        begin = stop;
     }
     return order;
 }

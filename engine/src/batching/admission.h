@@ -58,14 +58,14 @@ struct AdmissionResult {
 AdmissionResult admit(std::deque<Demand>& queue, const BatchShape& running, const Limits& limits);
 
 // The order in which `queue` should be offered to admit() under QueueOrder::Pack, as indices into
-// it. Once the waiting requests' rows fit in `rows` (the batch's rows: every one of them joins as
-// running rows leave, so they are the batch's end), each run of requests of one intake is ordered
-// by max_new_tokens, most first (ties keep their order): the longest start first and the batch's
-// last steps decode the short ones, rather than one long request beside rows left empty (longest
-// first packing; SGLang's "lof" orders a whole queue so). Requests of different intakes keep
-// their order, so a request is only passed by those that arrived with it: none starves. Before
-// the queue is that short, arrival order: ordering the whole of W6's T5 queue (128 at once) so
-// would delay the median first token by ~20% for ~1% more tokens/s (scripts/py/w6_bound.py).
+// it: each run of requests of one intake (arrived at one step boundary) by max_new_tokens, ties in
+// arrival order. While more rows wait than `rows` (the batch's), shortest first: the most answers
+// finish soonest (shortest job first; on W6's T5, 128 at once, the median first token comes at
+// ~0.3x static's instead of ~0.85x, scripts/py/w6_bound.py). Once they fit in `rows`, every one of
+// them joins as running rows leave: they are the batch's end, and join longest first, so that its
+// last steps decode short requests rather than one long request beside rows left empty (W6's
+// BLOOM: 225 -> 172 steps). Requests of different intakes keep their order, so a request is only
+// passed by those that arrived with it: none starves.
 std::vector<size_t> packed_order(const std::vector<Demand>& queue, int64_t rows);
 
 // True when `d` alone can never be admitted under `limits`.
