@@ -32,7 +32,7 @@ WORKLOADS = {
     "W6": dict(family="t5,bloom", prompts=128, new_tokens=0, policies=True,
                what="W1's model (128 requests, 8-256 new tokens) and W3's BLOOM (64, 8-128), all at once and "
                     "Poisson at 0.9x; ours static vs continuous vs continuous with static's per-token p95 as target, "
-                    "both continuous ones again with the queue's end packed"),
+                    "both continuous ones again with the queue packed by length"),
     "W7": dict(family="qwen2", prompts=32, new_tokens=128, prompt_range=(16, 512),
                what="Qwen2.5-0.5B shape (24 layers, 896 wide, 14 / 2 KV heads, vocab 151936, tied), "
                     "32 prompts of 16-512 tokens"),

@@ -5,9 +5,9 @@ a Poisson stream at ~0.9x the request rate that model reached all at once in the
 policies in the same run, taking turns: static batching, continuous batching with the budget in
 time and no target, and continuous batching with a time-per-output-token target equal to static
 batching's per-token p95 on the same arrival in the same round; then both continuous policies again
-with the queue's end packed (`--queue-order pack`: the last batch's worth of requests that arrived
-together join longest first). Ours only: neither peer batches continuously. Goodput counts the
-requests within static's TTFT p50 and that per-token target.
+with the queue packed by length (`--queue-order pack`: requests that arrived together join shortest
+first, the last batch's worth longest first). Ours only: neither peer batches continuously. Goodput
+counts the requests within static's TTFT p50 and that per-token target.
 """
 import csv
 import json
