@@ -60,11 +60,11 @@ AdmissionResult admit(std::deque<Demand>& queue, const BatchShape& running, cons
 // The order in which `queue` should be offered to admit() under QueueOrder::Pack, as indices into
 // it: each run of requests of one intake (arrived at one step boundary) by max_new_tokens, ties in
 // arrival order. While more rows wait than `rows` (the batch's), shortest first: the most answers
-// finish soonest (shortest job first; on W6's T5, 128 at once, the median first token comes at
-// ~0.3x static's instead of ~0.85x, scripts/py/w6_bound.py). Once they fit in `rows`, every one of
+// finish soonest (shortest job first; on W6's T5, 128 at once, the median first token came at
+// 0.41x static's instead of 0.88x, docs/benchmarks.md). Once they fit in `rows`, every one of
 // them joins as running rows leave: they are the batch's end, and join longest first, so that its
 // last steps decode short requests rather than one long request beside rows left empty (W6's
-// BLOOM: 225 -> 172 steps). Requests of different intakes keep their order, so a request is only
+// BLOOM: 225 -> 161 steps). Requests of different intakes keep their order, so a request is only
 // passed by those that arrived with it: none starves.
 std::vector<size_t> packed_order(const std::vector<Demand>& queue, int64_t rows);
 
