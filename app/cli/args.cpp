@@ -87,9 +87,14 @@ double Args::get_double(const std::string& key, double fallback) const {
 }
 
 void Args::allow_only(const std::vector<std::string>& known) const {
-    for (const auto& key : order_)
-        if (std::find(known.begin(), known.end(), key) == known.end())
-            throw Error(ErrorKind::InvalidArgument, "unknown option --" + key);
+    for (const auto& key : order_) {
+        if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+        std::vector<std::string> sorted = known;
+        std::sort(sorted.begin(), sorted.end());
+        std::string list;
+        for (const auto& k : sorted) list += (list.empty() ? "--" : ", --") + k;
+        throw Error(ErrorKind::InvalidArgument, "unknown option --" + key + " (this command takes " + list + ")");
+    }
 }
 
 }  // namespace lorascope::cli

@@ -21,7 +21,8 @@ public:
     long long get_int(const std::string& key, long long fallback) const;
     double get_double(const std::string& key, double fallback) const;   // finite numbers only
     const std::vector<std::string>& positional() const { return positional_; }
-    // Rejects options not in `known` so that typos are errors, not silently ignored.
+    // Rejects options not in `known` so that typos are errors, not silently ignored; the error lists
+    // `known`, which is how a user (and test_cli_usage) learns what a command takes.
     void allow_only(const std::vector<std::string>& known) const;
 
 private:

@@ -28,14 +28,15 @@ namespace {
 using nlohmann::json;
 
 const char* const kUsage =
-    "usage: lorascope-cli bench --model DIR|--demo [--demo-model KEY] --workload FILE [--report FILE|-]\n"
+    "usage: lorascope-cli bench --model DIR|--demo [--demo-model KEY] [--demo-dir DIR] --workload FILE [--report FILE|-]\n"
     "                           [--steps-csv FILE] [--requests-csv FILE] [--static]\n"
     "                           [--goodput-ttft-ms MS] [--goodput-tpot-ms MS]\n"
     "                           [engine options: --threads N --thread-policy adaptive|fixed --device D\n"
     "                            --dtype T --kv-cache-dtype T --max-batch-size N --max-batch-tokens N --kv-cache-mb MIB\n"
     "                            --batching continuous|static --prefill-budget TOKENS | --tpot-target-ms MS\n"
-    "                            --tpot-tail-share S --queue-order arrival|pack\n"
-    "                            --adapter NAME=DIR ...]\n"
+    "                            --tpot-tail-share S --prefill-chunk TOKENS --queue-order arrival|pack\n"
+    "                            --adapter NAME=DIR ... --adapter-memory-budget BYTES --profile FILE]\n"
+    "                           (each as lorascope-cli generate --help describes it)\n"
     "  workload: {\"name\", \"requests\": [{\"prompt\"|\"input_ids\", \"adapter\", \"params\"}...]\n"
     "             or \"synthetic\": {\"count\", \"prompt_tokens\": [min, max], \"max_new_tokens\": [min, max],\n"
     "                            \"seed\", \"min_id\"},\n"

@@ -40,6 +40,8 @@ const char* const kUsage =
     "         [--shutdown-grace-seconds 30] [--adapter-dir DIR] [--goodput-ttft-ms MS] [--goodput-tpot-ms MS]\n"
     "         [--threads N] [--thread-policy adaptive|fixed] [--device cpu|cuda] [--dtype float32|bfloat16|int8|int4|float16] [--max-batch-size N]\n"
     "         [--kv-cache-dtype auto|float32|bfloat16|float16] [--max-batch-tokens N] [--adapter-memory-budget BYTES]\n"
+    "         [--kv-cache-mb MIB] [--batching continuous|static] [--prefill-budget TOKENS | --tpot-target-ms MS\n"
+    "         [--tpot-tail-share S]] [--prefill-chunk TOKENS] [--queue-order arrival|pack]\n"
     "       lorascope-cli serve --demo [--demo-model t5|bart|bloom|llama] [--demo-dir DIR] [options above]\n"
     "  LoRAX's HTTP API: POST / , /generate, /generate_stream (Server-Sent Events), /v1/completions (OpenAI;\n"
     "  `model` names an adapter or the base), /v1/chat/completions (OpenAI's chat: the model's chat template\n"
@@ -60,6 +62,9 @@ const char* const kUsage =
     "  --keep-alive-seconds: an idle connection is closed after it.\n"
     "  --goodput-ttft-ms / --goodput-tpot-ms: /metrics' lorascope_goodput_* count the requests that finished within\n"
     "          both (0 or absent: no bound; the per-token one defaults to --tpot-target-ms), as bench counts them.\n"
+    "  Batching (--batching, --prefill-budget, --tpot-target-ms, --tpot-tail-share, --prefill-chunk, --queue-order):\n"
+    "          as lorascope-cli generate --help describes them; --queue-order pack reorders only requests that\n"
+    "          arrived between the same two engine steps, so a client's stream keeps its order.\n"
     "  SIGINT/SIGTERM: closes idle connections and answers new requests 503 (closing after); running ones finish (up\n"
     "          to --shutdown-grace-seconds, then they are cancelled); a second signal cancels them at once.\n";
 
