@@ -15,6 +15,8 @@ import os
 import random
 import statistics
 
+import w6_bound
+
 MODELS = {
     # family: (requests, [min, max] new tokens), prompts 8-128 tokens from the harness's seeded list
     "t5": (128, (8, 256)),
@@ -54,8 +56,10 @@ def run_policy(ctx, run_child, name, model_dir, workload, policy, target_ms, exp
     csv_path = os.path.join(ctx.tmp, f"{name}_{policy.replace(' ', '_')}_requests.csv")
     cmd = [ctx.cli, "bench", "--model", model_dir, "--workload", workload, "--threads", str(ctx.threads),
            "--max-batch-size", str(ctx.batch), "--max-batch-tokens", "1000000", "--requests-csv", csv_path]
+    steps_path = None
     if policy == "static":
-        cmd += ["--batching", "static"]
+        steps_path = os.path.join(ctx.tmp, f"{name}_static_steps.csv")
+        cmd += ["--batching", "static", "--steps-csv", steps_path]
     if policy.endswith("target"):
         cmd += ["--tpot-target-ms", f"{target_ms:.3f}"]
     if policy.startswith("packed"):
@@ -65,15 +69,19 @@ def run_policy(ctx, run_child, name, model_dir, workload, policy, target_ms, exp
     if report["failed_requests"] or report["generated_tokens"] != expected_tokens:
         raise SystemExit(f"{name} {policy}: {report['failed_requests']} failed, {report['generated_tokens']} tokens "
                          f"(expected {expected_tokens}): {report.get('first_error')}")
-    report.update(policy=policy, process_cpu_s=cpu_s, requests_csv=csv_path, load_average=os.getloadavg())
+    report.update(policy=policy, process_cpu_s=cpu_s, requests_csv=csv_path, steps_csv=steps_path,
+                  load_average=os.getloadavg())
     return report
 
 
-def one_arrival(ctx, run_child, name, model_dir, workload, expected_tokens):
-    """ctx.repeat rounds of every policy, static first (target = that round's static p95)."""
+def one_arrival(ctx, run_child, name, model_dir, workload, expected_tokens, bound_of=None):
+    """ctx.repeat rounds of every policy, static first (target = that round's static p95). With
+    `bound_of` (all at once), each static run carries its round's bounds (w6_bound.round_bounds)."""
     runs = {p: [] for p in POLICIES}
     for _ in range(ctx.repeat):
         static = run_policy(ctx, run_child, name, model_dir, workload, "static", 0, expected_tokens)
+        if bound_of:
+            static["bounds"] = bound_of(static["steps_csv"])
         runs["static"].append(static)
         target = static["per_token_ms"]["p95"]
         for p in POLICIES[1:]:
@@ -117,6 +125,12 @@ def summary(runs):
             },
             "loads": [round(r["load_average"][0], 1) for r in rs],
         }
+        bounds = [r.get("bounds") for r in statics]
+        if all(bounds):
+            # Each round's tokens/s against static over that round's bound of any order: how much of
+            # what any order could gain over static this policy took (1: all of it).
+            out[p]["of_any_order_bound"] = median_of(range(len(rs)), lambda i: (
+                rs[i]["tokens_per_s"] / statics[i]["tokens_per_s"]) / bounds[i]["any_order_tokens_per_s"])
     return out
 
 
@@ -133,7 +147,12 @@ def run_w6(ctx, build, run_child, models):
         lengths = new_tokens(count, lo, hi)
         expected = sum(lengths)
         name = f"W6-{family}"
-        all_at_once = one_arrival(ctx, run_child, name, model_dir, write_workload(ctx, name, prompts, lengths, None), expected)
+        prompt_lens = [len(p) for p in prompts]
+
+        def bound_of(steps_csv):
+            return w6_bound.round_bounds(steps_csv, lengths, prompt_lens)
+        all_at_once = one_arrival(ctx, run_child, name, model_dir, write_workload(ctx, name, prompts, lengths, None),
+                                  expected, bound_of)
         arrivals = [("all at once", all_at_once, {"kind": "all"})]
         if ctx.w6_poisson:
             saturated = median_of(all_at_once["continuous"], lambda r: r["requests"] / r["wall_s"])
@@ -145,7 +164,7 @@ def run_w6(ctx, build, run_child, models):
         for label, runs, arr in arrivals:
             sections.append({"family": family, "requests": count, "new_tokens": [lo, hi], "arrival": arr,
                              "label": label, "summary": summary(runs),
-                             "runs": {p: [{k: v for k, v in r.items() if k != "requests_csv"} for r in rs]
+                             "runs": {p: [{k: v for k, v in r.items() if k not in ("requests_csv", "steps_csv")} for r in rs]
                                       for p, rs in runs.items()}})
     return sections
 
@@ -166,6 +185,23 @@ def markdown(sections):
                 f"{f['mean_batch_rows']:.1f} | {f['ttft_p50_ms']:.0f} ({vs['ttft_p50']:.2f}x) | "
                 f"{f['per_token_p95_ms']:.1f}{target} | {f['e2e_ms']['p50']:.0f} / {f['e2e_ms']['p95']:.0f} / "
                 f"{f['e2e_ms']['p99']:.0f} | {f['queue_p50_ms']:.0f} | {f['goodput']}/{f['requests']} |")
+    for s in sections:
+        bounds = [r.get("bounds") for r in s["runs"]["static"]]
+        if not bounds or not all(bounds):
+            continue
+        lines.append("")
+        lines.append(f"{s['family']}, all at once, each round's bounds from its static steps (a step of decoding "
+                     "a + b x rows ms; prefill free unless paid):")
+        for i, b in enumerate(bounds):
+            paid = b.get("packed_paid")
+            lines.append(
+                f"- round {i + 1}: a = {b['step_ms'][0]:.1f}, b = {b['step_ms'][1]:.2f} ms; tokens/s of any order "
+                f"<= {b['any_order_tokens_per_s']:.3f}x static's; packed <= {b['packed_free']['tokens_per_s']:.3f}x, "
+                f"TTFT p50 >= {b['packed_free']['ttft_p50']:.3f}x"
+                + (f" (prefill paid, a model: {paid['tokens_per_s']:.3f}x, {paid['ttft_p50']:.3f}x)" if paid else ""))
+        shares = ", ".join(f"{p} {s['summary'][p]['of_any_order_bound']:.2f}" for p in POLICIES[1:]
+                           if "of_any_order_bound" in s["summary"][p])
+        lines.append(f"- tokens/s over static as a share of the round's any-order bound (median): {shares}")
     return "\n".join(lines)
 
 

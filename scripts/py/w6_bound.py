@@ -36,8 +36,6 @@ import argparse
 import csv
 import statistics
 
-from bench_peers_models import prompts as seeded_prompts
-from bench_peers_w6 import MODELS, new_tokens
 
 BATCH = 32
 
@@ -144,9 +142,11 @@ def target_paid(lengths, prompt_lens, t, c, target, cap, pack=False):
     return clock, ttft
 
 
-def fitted(path):
-    """(a / b, c): the step's fixed part over its per-row part, fitted to the median decode-only step
-    per row count, and a prompt token's prefill (total prefill time over prompt tokens) over b."""
+def fit(path):
+    """(a, b, c) in ms from a static run's steps CSV: a step of decoding costs a + b x rows (fitted to
+    the median decode-only step per row count seen at least 8 times) and a prompt token's prefill c
+    (total prefill time over prompt tokens; None without prefill). None when fewer than two row
+    counts have 8 decode-only steps (a run too short to fit)."""
     by_rows, prefill_ms, prefill_tokens = {}, 0.0, 0
     with open(path) as f:
         for r in csv.DictReader(f):
@@ -156,17 +156,58 @@ def fitted(path):
                 prefill_ms += float(r["prefill_ms"])
                 prefill_tokens += int(r["prefill_tokens"])
     xs = [k for k in sorted(by_rows) if len(by_rows[k]) >= 8]
+    if len(xs) < 2:
+        return None
     ys = [statistics.median(by_rows[k]) for k in xs]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-    a = my - b * mx
-    c = prefill_ms / prefill_tokens / b if prefill_tokens else None
+    return my - b * mx, b, (prefill_ms / prefill_tokens if prefill_tokens else None)
+
+
+def fitted(path):
+    """(a / b, c / b): the step's fixed part over its per-row part, and a prompt token's prefill over b."""
+    costs = fit(path)
+    if costs is None:
+        raise SystemExit(f"{path}: too few decode-only steps to fit a step's cost (8 at two row counts at least)")
+    a, b, c_ms = costs
+    c = c_ms / b if c_ms else None
     print(f"{path}: t = {a:.1f} + {b:.2f} x rows ms (a/b = {a / b:.1f})"
-          + (f"; prefill {prefill_ms / prefill_tokens:.3f} ms a prompt token (c = {c:.3f} b)" if c else ""))
+          + (f"; prefill {c_ms:.3f} ms a prompt token (c = {c:.3f} b)" if c else ""))
     return a / b, c
 
 
+def round_bounds(path, lengths, prompt_lens):
+    """The figures one round of the harness holds its policies to, from that round's static steps
+    CSV (the step costs move with a shared machine's load: W6's BLOOM fitted a/b 8.0 and 13.0 in two static
+    runs of one day on the Zen 4, and with them the bound of any order, 1.130x and 1.188x): the most tokens/s any order can
+    reach against static, prefill free; the packed order's tokens/s and TTFT p50 against static, prefill
+    free (a bound for that order) and paid (a model: each prompt's whole prefill in the step it joins).
+    None when the CSV is too short to fit."""
+    fitted_costs = fit(path)
+    if fitted_costs is None:
+        return None
+    a, b, c = fitted_costs
+
+    def t(rows):
+        return a + b * rows
+    s_clock, s_ttft = static(lengths, t)
+    k_clock, k_ttft = continuous(lengths, t, pack=True)
+    out = {"step_ms": [round(a, 2), round(b, 3)], "prefill_ms_per_token": c,
+           "any_order_tokens_per_s": s_clock / any_order(lengths, t),
+           "packed_free": {"tokens_per_s": s_clock / k_clock,
+                           "ttft_p50": statistics.median(k_ttft) / statistics.median(s_ttft)}}
+    if c:
+        p_clock, p_ttft = static_paid(lengths, prompt_lens, t, c)
+        q_clock, q_ttft = target_paid(lengths, prompt_lens, t, c, float("inf"), BATCH, pack=True)
+        out["packed_paid"] = {"tokens_per_s": p_clock / q_clock,
+                              "ttft_p50": statistics.median(q_ttft) / statistics.median(p_ttft)}
+    return out
+
+
 def main():
+    # Here, not at the top: bench_peers_w6 imports this module for round_bounds.
+    from bench_peers_models import prompts as seeded_prompts
+    from bench_peers_w6 import MODELS, new_tokens
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps-csv", nargs="*", default=[])
     ap.add_argument("--prefill", nargs="*", default=[])
