@@ -85,7 +85,8 @@ const char* const kUsage =
     "  --batching static: no request joins until the running batch has drained (for comparison)\n"
     "  --queue-order pack: requests that arrived together join shortest first (max_new_tokens), so that most\n"
     "          answers come soonest, and the last batch's worth longest first, so that the batch stays full to\n"
-    "          its end (fewer steps; the longest start last). Default arrival: first come, first served\n"
+    "          its end (fewer steps; the longest start last); under --tpot-target-ms the end joins shortest first\n"
+    "          too (a full batch at its longest contexts runs past the target). Default arrival: first come, first served\n"
     "  --demo: the trained demo pack's model (default t5) with all its adapters; without --input, each example\n"
     "          prompt is decoded under the base model and every adapter in one batch (ids \"exN/<target>\")\n";
 

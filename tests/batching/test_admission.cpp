@@ -113,7 +113,8 @@ private Q_SLOTS:
     }
 
     // QueueOrder::Pack: while more rows wait than the batch holds, each intake's requests shortest
-    // first; once they fit, longest first; ties and intakes in arrival order; beams count their rows.
+    // first; once they fit, longest first (shortest first under a target); ties and intakes in
+    // arrival order; beams count their rows.
     void the_queue_packs_by_length_within_an_intake() {
         auto demand = [](uint64_t id, int64_t rows, int64_t new_tokens, int64_t intake) {
             Demand d{id, rows, 4, new_tokens};
@@ -128,6 +129,9 @@ private Q_SLOTS:
         QCOMPARE(packed_order(queue, 7), (std::vector<size_t>{1, 3, 2, 0, 4, 5}));
         QCOMPARE(packed_order(queue, 32), (std::vector<size_t>{1, 3, 2, 0, 4, 5}));
         QVERIFY(packed_order({}, 32).empty());
+        // Under a latency target the end joins shortest first too, whatever the batch holds.
+        QCOMPARE(packed_order(queue, 7, /*end_longest_first=*/false), (std::vector<size_t>{0, 2, 1, 3, 5, 4}));
+        QCOMPARE(packed_order(queue, 6, false), (std::vector<size_t>{0, 2, 1, 3, 5, 4}));
     }
 
     // The point of packing, on a batch the way the engine runs it (a step admits into free rows,

@@ -37,7 +37,7 @@ LabPolicyEditor::LabPolicyEditor(const QStringList& names, QWidget* parent) : QG
         col.batching->setToolTip(tr("Static: no request joins until the running batch has drained. Packed: requests "
                                     "submitted together join shortest first, so that most answers come soonest, and "
                                     "the last batch's worth longest first, so that the batch stays full to its end "
-                                    "(the longest start last)"));
+                                    "(the longest start last; under a latency target the end joins shortest first too)"));
         col.max_batch = spin(this, 1, 4096, {}, tr("%1: max batch size").arg(names[c]), tr("Rows in a batch at most"));
         col.max_tokens = spin(this, 1, 1 << 20, {}, tr("%1: max batch tokens").arg(names[c]), tr("Tokens in a batch at most, padding counted"));
         // -1 (the engine's default, kPrefillBudgetInTime): the budget in time, from measured step

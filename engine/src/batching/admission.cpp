@@ -42,12 +42,12 @@ static bool rows_allowed(const BatchShape& before, const BatchShape& grown, cons
     return before.rows == 0 || grown.rows <= limits.rows_now;
 }
 
-std::vector<size_t> packed_order(const std::vector<Demand>& queue, int64_t rows) {
+std::vector<size_t> packed_order(const std::vector<Demand>& queue, int64_t rows, bool end_longest_first) {
     std::vector<size_t> order(queue.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     int64_t waiting = 0;
     for (const auto& d : queue) waiting = util::checked_add(waiting, std::max<int64_t>(d.rows, 0)).value_or(INT64_MAX);
-    const bool end = waiting <= rows;   // every one of them joins as the running rows leave
+    const bool end = end_longest_first && waiting <= rows;   // every one of them joins as the running rows leave
     for (size_t begin = 0; begin < order.size();) {
         size_t stop = begin + 1;
         while (stop < order.size() && queue[stop].intake == queue[begin].intake) ++stop;

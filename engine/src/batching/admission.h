@@ -66,7 +66,14 @@ AdmissionResult admit(std::deque<Demand>& queue, const BatchShape& running, cons
 // last steps decode short requests rather than one long request beside rows left empty (W6's
 // BLOOM: 225 -> 161 steps). Requests of different intakes keep their order, so a request is only
 // passed by those that arrived with it: none starves.
-std::vector<size_t> packed_order(const std::vector<Demand>& queue, int64_t rows);
+// `end_longest_first` false (under a latency target): the end joins shortest first too. Longest
+// first, the batch's last steps hold all its rows at their longest contexts, and a step's time grows
+// with the keys it reads (W6's BLOOM on the Zen 4: ~0.07 ms per 16-position block at 32 rows; the
+// packed end reached 336 blocks, static's heaviest 32-row step 169): those steps ran 7-15% past
+// static's per-token p95, which a target equal to it cannot absorb. Paired rounds at that target
+// (docs/benchmarks.md, issue 33): per-token p95 / target, median, BLOOM 1.119 -> 1.049 (4 rounds;
+// tokens/s 1.065x -> 1.042x static's), T5 1.113 -> 1.083 (5; 0.983x -> 1.000x).
+std::vector<size_t> packed_order(const std::vector<Demand>& queue, int64_t rows, bool end_longest_first = true);
 
 // True when `d` alone can never be admitted under `limits`.
 bool never_fits(const Demand& d, const Limits& limits);

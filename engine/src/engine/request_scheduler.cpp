@@ -14,6 +14,7 @@ RequestScheduler::RequestScheduler(const models::Model& model, adapters::Adapter
     limits_.max_batch_size = options.max_batch_size;
     limits_.max_batch_tokens = options.max_batch_tokens;
     queue_order_ = options.queue_order;
+    under_target_ = options.tpot_target_ms > 0;
 }
 
 void RequestScheduler::enqueue(std::unique_ptr<LiveRequest> request) {
@@ -26,7 +27,7 @@ void RequestScheduler::order() {
     std::vector<batching::Demand> demands;
     demands.reserve(waiting_.size());
     for (const auto& w : waiting_) demands.push_back(w->demand());
-    const auto order = batching::packed_order(demands, limits_.max_batch_size);
+    const auto order = batching::packed_order(demands, limits_.max_batch_size, /*end_longest_first=*/!under_target_);
     std::deque<std::unique_ptr<LiveRequest>> ordered;
     for (size_t i : order) ordered.push_back(std::move(waiting_[i]));
     waiting_.swap(ordered);

@@ -39,7 +39,8 @@ public:
     // the rows the batch may hold at this boundary (a latency target); soft, see batching::Limits.
     std::vector<std::unique_ptr<LiveRequest>> admit(const batching::BatchShape& running, int64_t row_limit = INT64_MAX);
     // Under QueueOrder::Pack, puts the waiting requests in the order they should join
-    // (batching::packed_order over max_batch_size rows); under Arrival it does nothing. Before
+    // (batching::packed_order over max_batch_size rows; under a latency target the end joins
+    // shortest first too); under Arrival it does nothing. Before
     // front_prompt_tokens() and admit() at a step boundary.
     void order();
     // The prompt length of the first waiting request (0: none waits).
@@ -57,6 +58,7 @@ private:
     models::KvPool& pool_;
     batching::Limits limits_;
     QueueOrder queue_order_ = QueueOrder::Arrival;
+    bool under_target_ = false;   // EngineOptions::tpot_target_ms > 0
     int64_t intake_ = 0;
     std::deque<std::unique_ptr<LiveRequest>> waiting_;
     AdapterLoader loader_;   // evicted adapters' reloads, off the engine thread
