@@ -126,7 +126,7 @@ def summary(runs):
             "loads": [round(r["load_average"][0], 1) for r in rs],
         }
         bounds = [r.get("bounds") for r in statics]
-        if all(bounds):
+        if p != "static" and all(bounds):
             # Each round's tokens/s against static over that round's bound of any order: how much of
             # what any order could gain over static this policy took (1: all of it).
             out[p]["of_any_order_bound"] = median_of(range(len(rs)), lambda i: (
