@@ -153,7 +153,9 @@ def target_paid(lengths, prompt_lens, t, c, target, cap, pack=False):
 
 def joined_in(order, lengths, prompt_lens, t, c):
     """Continuous with 32 rows, requests joining in `order`, each newcomer's whole prefill (c a prompt
-    token) in the step it joins: (clock, TTFTs)."""
+    token) in the step it joins and its first token at that step's end, as the engine gives it:
+    (clock, TTFTs). Not target_paid() with no target, whose newcomers decode from the step after their
+    prefill (packed TTFT p50 0.422x against 0.420x on T5, 0.355x against 0.341x on BLOOM)."""
     clock, ttft, left, queue = 0.0, [None] * len(lengths), {}, list(order)
     while queue or left:
         joining = []
