@@ -121,14 +121,12 @@ def static_paid(lengths, prompt_lens, t, c):
     return clock, ttft
 
 
-def target_paid(lengths, prompt_lens, t, c, target, cap, pack=False):
+def target_paid(lengths, prompt_lens, t, c, target, cap):
     """Continuous under the target with prefill in the time the rows leave, at most `cap` rows."""
     n = len(lengths)
     clock, ttft, running, queue = 0.0, [None] * n, {}, list(range(n))
     prefilling = []  # [index, prefill time left], admitted, in the order they joined
     while queue or running or prefilling:
-        if pack:
-            packed(queue, lengths)
         while len(running) + len(prefilling) < cap and queue:
             i = queue.pop(0)
             prefilling.append([i, c * prompt_lens[i]])
