@@ -168,12 +168,32 @@ def joined_in(order, lengths, prompt_lens, t, c):
     return clock, ttft
 
 
-def packed_join_order(lengths):
+# The engine's weight of a prompt token against a token to decode before it has measured both
+# (kPromptWeightPrior, engine/src/engine/batch_runner_prefill.cpp): it orders a batch's first wave.
+PROMPT_WEIGHT_PRIOR = 0.5
+
+
+def prompt_weight(t, c):
+    """A prompt token's prefill (c) over one row's share of a full step t(BATCH), as the engine
+    measures it (BatchRunner::prompt_weight)."""
+    return BATCH * c / t(BATCH)
+
+
+def packed_join_order(lengths, prompt_lens=None, weight=0.0):
     """The order packed() gives requests that all arrived together: shortest first, the last batch's
-    worth longest first."""
-    by_length = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    cut = max(0, len(lengths) - BATCH)
-    return by_length[:cut] + sorted(by_length[cut:], key=lambda i: -lengths[i])
+    worth longest first (by new tokens). With `prompt_lens`, as the engine orders them since
+    2026-12-06 afternoon: shortest first by new tokens + w x prompt tokens, w PROMPT_WEIGHT_PRIOR for
+    the first wave (ordered before anything is measured) and `weight` for the rest."""
+    n = len(lengths)
+    cut = max(0, n - BATCH)
+
+    def by_work(items, w):
+        return sorted(items, key=lambda i: lengths[i] + (w * prompt_lens[i] if prompt_lens else 0.0))
+    first = by_work(range(n), PROMPT_WEIGHT_PRIOR if prompt_lens else 0.0)
+    head = first[:min(BATCH, cut)]
+    rest = by_work(first[len(head):], weight)
+    middle = rest[:cut - len(head)]
+    return head + middle + sorted(rest[len(middle):], key=lambda i: -lengths[i])
 
 
 def search_orders(lengths, prompt_lens, t, c, tries, seed=33):
@@ -186,11 +206,11 @@ def search_orders(lengths, prompt_lens, t, c, tries, seed=33):
         clock, ttft = joined_in(order, lengths, prompt_lens, t, c)
         return (statistics.median(ttft) / statistics.median(s_ttft), s_clock / clock,
                 statistics.mean(ttft) / statistics.mean(s_ttft))
-    packed_figures = figures(packed_join_order(lengths))
+    packed_figures = figures(packed_join_order(lengths, prompt_lens, prompt_weight(t, c)))
     found = []
     for constrained in (False, True):
         rng = random.Random(seed)
-        order, best = packed_join_order(lengths), packed_figures
+        order, best = packed_join_order(lengths, prompt_lens, prompt_weight(t, c)), packed_figures
         for _ in range(tries):
             trial = list(order)
             i, j = rng.randrange(len(trial)), rng.randrange(len(trial))
@@ -262,7 +282,8 @@ def round_bounds(path, lengths, prompt_lens):
                            "ttft_p50": statistics.median(k_ttft) / statistics.median(s_ttft)}}
     if c:
         p_clock, p_ttft = static_paid(lengths, prompt_lens, t, c)
-        q_clock, q_ttft = joined_in(packed_join_order(lengths), lengths, prompt_lens, t, c)
+        order = packed_join_order(lengths, prompt_lens, prompt_weight(t, c))
+        q_clock, q_ttft = joined_in(order, lengths, prompt_lens, t, c)
         out["packed_paid"] = {"tokens_per_s": p_clock / q_clock,
                               "ttft_p50": statistics.median(q_ttft) / statistics.median(p_ttft)}
     return out
@@ -312,7 +333,8 @@ def main():
                 prompt_lens = [len(p) for p in seeded_prompts(count, 8, 128)]
                 p_clock, p_ttft = static_paid(lengths, prompt_lens, t, c)
                 n_clock, n_ttft = joined_in(range(count), lengths, prompt_lens, t, c)
-                k_clock, k_ttft = joined_in(packed_join_order(lengths), lengths, prompt_lens, t, c)
+                order = packed_join_order(lengths, prompt_lens, prompt_weight(t, c))
+                k_clock, k_ttft = joined_in(order, lengths, prompt_lens, t, c)
                 best, fastest = None, 0.0
                 for r in range(1, BATCH + 1):
                     g_clock, g_ttft = target_paid(lengths, prompt_lens, t, c, target, r)

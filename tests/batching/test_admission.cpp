@@ -3,6 +3,7 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "batching/admission.h"
@@ -113,8 +114,8 @@ private Q_SLOTS:
     }
 
     // QueueOrder::Pack: while more rows wait than the batch holds, each intake's requests shortest
-    // first; once they fit, longest first (shortest first under a target); ties and intakes in
-    // arrival order; beams count their rows.
+    // first (a prompt token weighing what the caller says); once they fit, longest first (shortest
+    // first under a target); ties and intakes in arrival order; beams count their rows.
     void the_queue_packs_by_length_within_an_intake() {
         auto demand = [](uint64_t id, int64_t rows, int64_t new_tokens, int64_t intake) {
             Demand d{id, rows, 4, new_tokens};
@@ -132,6 +133,18 @@ private Q_SLOTS:
         // Under a latency target the end joins shortest first too, whatever the batch holds.
         QCOMPARE(packed_order(queue, 7, /*end_longest_first=*/false), (std::vector<size_t>{0, 2, 1, 3, 5, 4}));
         QCOMPARE(packed_order(queue, 6, false), (std::vector<size_t>{0, 2, 1, 3, 5, 4}));
+
+        // A prompt weight: shortest first by new tokens + weight x prompt tokens; the end longest
+        // first by new tokens alone; a weight that is no number counts as none.
+        auto prompted = [](uint64_t id, int64_t prompt, int64_t new_tokens) { return Demand{id, 1, prompt, new_tokens}; };
+        const std::vector<Demand> prompts{prompted(1, 100, 10), prompted(2, 4, 20), prompted(3, 40, 12), prompted(4, 2, 30)};
+        // Weight 0.5: 60, 22, 32, 31.
+        QCOMPARE(packed_order(prompts, 3, true, 0.5), (std::vector<size_t>{1, 3, 2, 0}));
+        QCOMPARE(packed_order(prompts, 3, true, 0), (std::vector<size_t>{0, 2, 1, 3}));
+        QCOMPARE(packed_order(prompts, 3, true, std::nan("")), (std::vector<size_t>{0, 2, 1, 3}));
+        QCOMPARE(packed_order(prompts, 3, true, -1), (std::vector<size_t>{0, 2, 1, 3}));
+        QCOMPARE(packed_order(prompts, 4, true, 0.5), (std::vector<size_t>{3, 1, 2, 0}));
+        QCOMPARE(packed_order(prompts, 4, false, 0.5), (std::vector<size_t>{1, 3, 2, 0}));
     }
 
     // The point of packing, on a batch the way the engine runs it (a step admits into free rows,

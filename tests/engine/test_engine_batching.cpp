@@ -2,7 +2,7 @@
 // queues what does not fit, the per-step prefill budget keeps every request's tokens unchanged,
 // cancel_all leaves later submissions alone, client ids are echoed, replacing the stats listener
 // waits for a call in flight, a latency target sizes even the first wave by measured steps, and a
-// packed queue (QueueOrder::Pack) joins by length with every token HF's.
+// packed queue (QueueOrder::Pack) joins by length, its prompts weighed, with every token HF's.
 #include <QtTest>
 
 #include <algorithm>
@@ -32,7 +32,28 @@ struct StatsLog {
             steps.push_back(s);
         });
     }
+    // The requests in the order each first holds a row.
+    std::vector<RequestId> join_order() {
+        std::lock_guard<std::mutex> lock(mutex);
+        std::vector<RequestId> joined;
+        for (const auto& s : steps)
+            for (RequestId id : s.row_requests)
+                if (std::find(joined.begin(), joined.end(), id) == joined.end()) joined.push_back(id);
+        return joined;
+    }
 };
+
+// `id` finished without an error, with HF's greedy tokens `greedy` cut at `max_new` (not for BART:
+// its generation config forces EOS at the last position, so a shorter max_new_tokens is no prefix
+// of HF's records).
+void check_greedy_prefix(CollectingSink& sink, RequestId id, const nlohmann::json& greedy, int64_t max_new) {
+    const auto rec = sink.get(id);
+    QCOMPARE(rec.finishes.size(), size_t(1));
+    QCOMPARE(rec.finishes[0].reason == FinishReason::Error ? rec.finishes[0].error : std::string(), std::string());
+    auto expected = greedy.get<std::vector<int64_t>>();
+    expected.resize(std::min(expected.size(), size_t(max_new)));
+    QCOMPARE(rec.finishes[0].token_ids, expected);
+}
 
 // Submits every prompt of `v` (engine paused, so that they share steps) and checks each against
 // HF's greedy tokens.
@@ -123,8 +144,8 @@ private Q_SLOTS:
         for (const auto& s : log.steps) QCOMPARE(s.rows, int64_t(1));
     }
 
-    // QueueOrder::Pack on a real engine: six requests submitted together (one intake) of 7, 2, 6,
-    // 3, 5 and 4 new tokens, three rows. Six wait, more than the rows: the three shortest join
+    // QueueOrder::Pack on a real engine: six requests of one prompt submitted together (one intake)
+    // of 7, 2, 6, 3, 5 and 4 new tokens, three rows. Six wait, more than the rows: the three shortest join
     // first; then three wait (the batch's end) and join longest first (shortest first under a
     // latency target). Each request's tokens are HF's greedy ones, cut at its max_new_tokens (not
     // BART's: its generation config forces EOS at the last position, so a shorter max_new_tokens is
@@ -154,30 +175,58 @@ private Q_SLOTS:
         engine->set_paused(true);
         std::vector<RequestId> ids;
         const int64_t lengths[] = {7, 2, 6, 3, 5, 4};
-        for (int64_t i = 0; i < 6; ++i)
-            ids.push_back(engine->submit(test::greedy_request(prompts[size_t(i) % prompts.size()], lengths[i]), sink));
+        // One prompt: what a prompt token weighs (measured as the engine runs) cannot move the order.
+        const size_t prompt = 1;
+        for (int64_t i = 0; i < 6; ++i) ids.push_back(engine->submit(test::greedy_request(prompts[prompt], lengths[i]), sink));
         engine->set_paused(false);
         QVERIFY(sink->wait_finished(ids.size()));
         engine->wait_idle();
         engine->set_stats_listener(nullptr);
-        for (size_t i = 0; i < ids.size(); ++i) {
-            const auto rec = sink->get(ids[i]);
-            QCOMPARE(rec.finishes.size(), size_t(1));
-            QCOMPARE(rec.finishes[0].reason == FinishReason::Error ? rec.finishes[0].error : std::string(), std::string());
-            auto expected = greedy[i % prompts.size()].get<std::vector<int64_t>>();
-            expected.resize(std::min(expected.size(), size_t(lengths[i])));
-            QCOMPARE(rec.finishes[0].token_ids, expected);
-        }
-        std::vector<RequestId> joined;  // in the order each first holds a row
-        for (const auto& s : log.steps)
-            for (RequestId id : s.row_requests)
-                if (std::find(joined.begin(), joined.end(), id) == joined.end()) joined.push_back(id);
+        for (size_t i = 0; i < ids.size(); ++i) check_greedy_prefix(*sink, ids[i], greedy[prompt], lengths[i]);
+        const auto joined = log.join_order();
         // 2, 3, 4 new tokens first; then the end longest first (7, 6, 5), or under a target shortest
         // first (5, 6, 7: the batch's last steps do not hold every row at its longest context).
         if (target)
             QCOMPARE(joined, (std::vector<RequestId>{ids[1], ids[3], ids[5], ids[4], ids[2], ids[0]}));
         else
             QCOMPARE(joined, (std::vector<RequestId>{ids[1], ids[3], ids[5], ids[0], ids[2], ids[4]}));
+    }
+
+    // A packed queue weighs a request's prompt beside its new tokens: four requests submitted
+    // together, two rows; 2 new tokens after the 60-token prompt, 4 after a 1-token one, 5 after 3,
+    // 6 after 7. Before any step has measured what a prompt token costs, it weighs half a token to
+    // decode (kPromptWeightPrior): 32, 4.5, 6.5 and 9.5, so the first wave is the 4 and the 5 (by new
+    // tokens alone it was the 2 and the 4); the end, longest first by new tokens, 6 then 2. HF's
+    // tokens for each.
+    void a_packed_queue_weighs_prompts_data() {
+        QTest::addColumn<QString>("variant");
+        for (const char* v : {"t5_v1_1", "bloom_4h"}) QTest::newRow(v) << QString(v);
+    }
+    void a_packed_queue_weighs_prompts() {
+        QFETCH(QString, variant);
+        const auto v = test::load_variant(variant.toStdString());
+        const auto& prompts = v.records["prompts"];
+        const auto& greedy = v.records["greedy"];
+        const size_t prompt_of[] = {3, 0, 4, 1};
+        const int64_t lengths[] = {2, 4, 5, 6};
+        const size_t prompt_tokens[] = {60, 1, 3, 7};
+        for (size_t i = 0; i < 4; ++i) QCOMPARE(prompts[prompt_of[i]].size(), prompt_tokens[i]);
+        auto options = test::engine_options(v.dir, 2);
+        options.queue_order = QueueOrder::Pack;
+        auto engine = Engine::create(options);
+        StatsLog log;
+        log.attach(*engine);
+        auto sink = std::make_shared<CollectingSink>();
+        engine->set_paused(true);
+        std::vector<RequestId> ids;
+        for (size_t i = 0; i < 4; ++i)
+            ids.push_back(engine->submit(test::greedy_request(prompts[prompt_of[i]], lengths[i]), sink));
+        engine->set_paused(false);
+        QVERIFY(sink->wait_finished(ids.size()));
+        engine->wait_idle();
+        engine->set_stats_listener(nullptr);
+        for (size_t i = 0; i < ids.size(); ++i) check_greedy_prefix(*sink, ids[i], greedy[prompt_of[i]], lengths[i]);
+        QCOMPARE(log.join_order(), (std::vector<RequestId>{ids[1], ids[2], ids[3], ids[0]}));
     }
 
     // A prefill budget far below the prompts' lengths, with a row already decoding (the budget

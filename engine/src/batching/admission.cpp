@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 #include "util/checked_math.h"
 
@@ -42,19 +43,24 @@ static bool rows_allowed(const BatchShape& before, const BatchShape& grown, cons
     return before.rows == 0 || grown.rows <= limits.rows_now;
 }
 
-std::vector<size_t> packed_order(const std::vector<Demand>& queue, int64_t rows, bool end_longest_first) {
+std::vector<size_t> packed_order(const std::vector<Demand>& queue, int64_t rows, bool end_longest_first,
+                                 double prompt_weight) {
     std::vector<size_t> order(queue.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     int64_t waiting = 0;
     for (const auto& d : queue) waiting = util::checked_add(waiting, std::max<int64_t>(d.rows, 0)).value_or(INT64_MAX);
     const bool end = end_longest_first && waiting <= rows;   // every one of them joins as the running rows leave
+    const double weight = std::isfinite(prompt_weight) ? std::max(0.0, prompt_weight) : 0.0;
+    auto work = [&](const Demand& d) {
+        return static_cast<double>(d.max_new_tokens) + weight * static_cast<double>(d.prompt_tokens);
+    };
     for (size_t begin = 0; begin < order.size();) {
         size_t stop = begin + 1;
         while (stop < order.size() && queue[stop].intake == queue[begin].intake) ++stop;
         std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(begin), order.begin() + static_cast<std::ptrdiff_t>(stop),
                          [&](size_t a, size_t b) {
                              return end ? queue[a].max_new_tokens > queue[b].max_new_tokens
-                                        : queue[a].max_new_tokens < queue[b].max_new_tokens;
+                                        : work(queue[a]) < work(queue[b]);
                          });
         begin = stop;
     }

@@ -73,7 +73,19 @@ AdmissionResult admit(std::deque<Demand>& queue, const BatchShape& running, cons
 // static's per-token p95, which a target equal to it cannot absorb. Paired rounds at that target
 // (docs/benchmarks.md, issue 33): per-token p95 / target, median, BLOOM 1.119 -> 1.049 (4 rounds;
 // tokens/s 1.065x -> 1.042x static's), T5 1.113 -> 1.083 (5; 0.983x -> 1.000x).
-std::vector<size_t> packed_order(const std::vector<Demand>& queue, int64_t rows, bool end_longest_first = true);
+// `prompt_weight`: what a prompt token weighs against a token to decode in the shortest-first part,
+// which sorts by max_new_tokens + prompt_weight x prompt_tokens. A request's prompt is prefilled
+// while every running row waits, so a prompt token costs the queue behind it about
+// rows x (a prompt token's prefill) / (a full step) decoding tokens (BatchRunner::prompt_weight:
+// measured 0.33 on W6's BLOOM and 0.49 on its T5, the Zen 4). Sorted by new tokens alone, a
+// batch's first wave held its longest prompts as often as its shortest, and the TTFT of all of it
+// waited for them: BLOOM, 64 requests of 32-512 prompt and 8-128 new tokens at once, 3 paired
+// rounds (docs/benchmarks.md, issue 33): TTFT p50 0.593x -> 0.349x static's, mean TTFT 0.638x ->
+// 0.618x, tokens/s 1.051x -> 1.057x. On W6's narrower prompts (8-128) it moved within the noise.
+// The end joins by max_new_tokens alone (what it packs is the steps its rows decode). 0: by
+// max_new_tokens alone.
+std::vector<size_t> packed_order(const std::vector<Demand>& queue, int64_t rows, bool end_longest_first = true,
+                                 double prompt_weight = 0);
 
 // True when `d` alone can never be admitted under `limits`.
 bool never_fits(const Demand& d, const Limits& limits);

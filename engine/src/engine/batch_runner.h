@@ -59,6 +59,10 @@ public:
         double plan_ms = 0;
     };
     RowLimit row_limit(int64_t prompt_tokens, int64_t max_rows) const;
+    // What a prompt token weighs against a token to decode, for QueueOrder::Pack
+    // (batching::packed_order): a prompt token's prefill, as the fits measure it, over one row's
+    // share of a step of `max_rows` rows; kPromptWeightPrior until both have a sample.
+    double prompt_weight(int64_t max_rows) const;
     // Under a time-per-token target, before any request: times throwaway decoding steps of 1 and
     // `max_rows` rows (engine/decode_calibration.h) into StepCosts::decode_prior, so that the first
     // wave is admitted under a measured row limit. Nothing otherwise.

@@ -243,7 +243,7 @@ void EngineImpl::step() {
         runner_.drop_finished();  // leaves that failed at the last boundary
         stats.row_limit = options_.max_batch_size;
         if (!options_.static_batching || runner_.empty()) {
-            scheduler_.order();
+            scheduler_.order(runner_.prompt_weight(options_.max_batch_size));
             const auto limit = runner_.row_limit(scheduler_.front_prompt_tokens(), options_.max_batch_size);
             stats.row_limit = limit.rows;
             stats.row_plan_ms = limit.plan_ms;

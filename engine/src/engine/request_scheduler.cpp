@@ -22,12 +22,13 @@ void RequestScheduler::enqueue(std::unique_ptr<LiveRequest> request) {
     waiting_.push_back(std::move(request));
 }
 
-void RequestScheduler::order() {
+void RequestScheduler::order(double prompt_weight) {
     if (queue_order_ != QueueOrder::Pack || waiting_.size() < 2) return;
     std::vector<batching::Demand> demands;
     demands.reserve(waiting_.size());
     for (const auto& w : waiting_) demands.push_back(w->demand());
-    const auto order = batching::packed_order(demands, limits_.max_batch_size, /*end_longest_first=*/!under_target_);
+    const auto order = batching::packed_order(demands, limits_.max_batch_size, /*end_longest_first=*/!under_target_,
+                                              prompt_weight);
     std::deque<std::unique_ptr<LiveRequest>> ordered;
     for (size_t i : order) ordered.push_back(std::move(waiting_[i]));
     waiting_.swap(ordered);

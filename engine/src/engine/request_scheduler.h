@@ -40,9 +40,10 @@ public:
     std::vector<std::unique_ptr<LiveRequest>> admit(const batching::BatchShape& running, int64_t row_limit = INT64_MAX);
     // Under QueueOrder::Pack, puts the waiting requests in the order they should join
     // (batching::packed_order over max_batch_size rows; under a latency target the end joins
-    // shortest first too); under Arrival it does nothing. Before
-    // front_prompt_tokens() and admit() at a step boundary.
-    void order();
+    // shortest first too; `prompt_weight`: what a prompt token weighs against a token to decode,
+    // BatchRunner::prompt_weight); under Arrival it does nothing. Before front_prompt_tokens() and
+    // admit() at a step boundary.
+    void order(double prompt_weight = 0);
     // The prompt length of the first waiting request (0: none waits).
     int64_t front_prompt_tokens() const;
 
