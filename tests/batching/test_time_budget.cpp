@@ -67,7 +67,7 @@ SimResult simulate(std::deque<SimRequest> queue, const TimePolicy& base, double 
     SimResult out;
     std::mt19937 gen(11);
     std::uniform_real_distribution<double> draw(-noise / 3, noise);
-    int head = 0;   // as the engine's queue head: no row left since requests began to queue, one has, a bulk step since
+    QueueHead head;   // as the engine keeps it
     for (int64_t step = 0; !(queue.empty() && prefilling.empty() && decoding.empty()); ++step) {
         if (step >= 100000) {
             QTest::qFail("the simulation does not end", __FILE__, __LINE__);
@@ -95,8 +95,8 @@ SimResult simulate(std::deque<SimRequest> queue, const TimePolicy& base, double 
                            prefilling.empty() ? 0 : 1, certain};
         for (const auto& p : prefilling) step_rows.waiting_gaps += static_cast<double>(std::max<int64_t>(0, p.new_tokens - 1));
         step_rows.queued = static_cast<int64_t>(queue.size());
-        if (queue.empty()) head = 0;
-        step_rows.queue_head = queue_head && head == 1;
+        head.boundary(static_cast<int64_t>(queue.size()));
+        step_rows.queue_head = queue_head && head.waiting();
         if (costs.encoder.ready()) {   // the waiting prompts' units left, as the engine predicts them
             double left = 0;
             for (const auto& p : prefilling) left += static_cast<double>((kUnits - p.units_done) * p.prompt);
@@ -147,7 +147,7 @@ SimResult simulate(std::deque<SimRequest> queue, const TimePolicy& base, double 
             ++out.queued_steps;
         }
         const bool uncapped = (allowance.unlimited || allowance.bulk) && prefill_ms > 0;   // past the cap, prefilled
-        if (head == 1 && rows_before_join > 0 && uncapped) head = 2;
+        if (rows_before_join > 0 && uncapped) head.bulk_served();
         if (r > 0 && policy.target_ms <= 0) {   // no target: the tail counts the steps past the cap that prefilled
             const bool over = uncapped;
             costs.tail.add(rows_before_join, over);
@@ -182,7 +182,7 @@ SimResult simulate(std::deque<SimRequest> queue, const TimePolicy& base, double 
         const auto done = std::remove_if(decoding.begin(), decoding.end(), [](const SimRequest& d) { return d.generated >= d.new_tokens; });
         out.finished += decoding.end() - done;
         if (done != decoding.end() && out.first_leave_step < 0) out.first_leave_step = step;
-        if (done != decoding.end() && !queue.empty() && head == 0) head = 1;
+        if (done != decoding.end()) head.row_left(static_cast<int64_t>(queue.size()));
         decoding.erase(done, decoding.end());
     }
     return out;
@@ -643,6 +643,29 @@ private Q_SLOTS:
         spent.bulk.add(1200, false);
         spent.bulk.add(30, true);     // 30 + 20 > 0.02 x 1250
         QVERIFY(!prefill_allowance(spent, tail, rows).bulk);
+    }
+
+    // The queue's head: once per queue episode, from a row leaving while requests queue, until a
+    // bulk step serves it; None when the queue empties.
+    void the_queue_head_follows_the_queue() {
+        QueueHead h;
+        h.boundary(5);
+        QVERIFY(!h.waiting());
+        h.row_left(5);
+        QVERIFY(h.waiting());
+        h.boundary(5);
+        QVERIFY(h.waiting());
+        h.bulk_served();
+        QVERIFY(!h.waiting());
+        h.row_left(5);   // once per episode
+        QVERIFY(!h.waiting());
+        h.boundary(0);   // the queue emptied
+        h.row_left(0);
+        QVERIFY(!h.waiting());
+        h.row_left(3);
+        QVERIFY(h.waiting());
+        h.boundary(0);
+        QVERIFY(!h.waiting());
     }
 
     // W6's shape under a target with the tail's share: the queue's head joins in the step after the

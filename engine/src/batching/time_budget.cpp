@@ -46,6 +46,18 @@ PrefillAllowance prefill_allowance(const StepCosts& costs, const TimePolicy& pol
     return a;
 }
 
+void QueueHead::boundary(int64_t queued) {
+    if (queued <= 0) state_ = State::None;
+}
+
+void QueueHead::row_left(int64_t queued) {
+    if (queued > 0 && state_ == State::None) state_ = State::Waiting;
+}
+
+void QueueHead::bulk_served() {
+    if (state_ == State::Waiting) state_ = State::Served;
+}
+
 int64_t work_within(const CostFit& fit, double ms, int64_t cold) {
     if (!fit.ready()) return cold;
     const double x = fit.largest_within(ms);

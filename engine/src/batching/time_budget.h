@@ -136,7 +136,26 @@ struct StepRows {
     double backlog_ms = 0;      // the waiting rows' prefill as the fits predict it (0: unknown), for a bulk step without a target
     double waiting_gaps = 0;    // the gaps the waiting rows are expected to decode (0: unknown), for a bulk step under a target
     int64_t queued = 0;         // requests queued behind them (not admitted yet)
-    bool queue_head = false;    // a row has left since requests began to queue, and no bulk step has let newcomers in since
+    bool queue_head = false;    // a row has left since requests began to queue, and no bulk step has let newcomers in since (QueueHead)
+};
+
+// The queue's head across steps (StepRows::queue_head), kept by the engine and by the tests'
+// simulations alike: since the engine's queue last was empty, None until a row leaves while
+// requests queue, then Waiting until a bulk step lets newcomers in beside decoding rows (Served);
+// None again when the queue empties.
+class QueueHead {
+public:
+    // At a step boundary: `queued` requests wait behind the admitted ones.
+    void boundary(int64_t queued);
+    // A row left the batch while `queued` requests wait.
+    void row_left(int64_t queued);
+    // A step prefilled past its plan (bulk or unlimited) beside rows that decoded.
+    void bulk_served();
+    bool waiting() const { return state_ == State::Waiting; }
+
+private:
+    enum class State { None, Waiting, Served };
+    State state_ = State::None;
 };
 
 struct PrefillAllowance {

@@ -92,7 +92,7 @@ void BatchRunner::retire(LiveRequest& request) {
 
 void BatchRunner::step(StepStats& stats, int64_t queued) {
     queued_ = queued;
-    if (queued <= 0) queue_head_ = QueueHead::None;
+    queue_head_.boundary(queued);
     const auto started = Clock::now();
     const int64_t before = stats.prefill_tokens, decoded = stats.decode_tokens;
     prefill_ms_ = 0;
@@ -109,7 +109,7 @@ void BatchRunner::step(StepStats& stats, int64_t queued) {
     join_ready();
     decode(stats);
     measure_decode(ms_since(started), prefill_ms_, stats.decode_tokens - decoded, gaps);
-    if (queue_head_ == QueueHead::Waiting && gaps > 0 && uncapped_step_ && prefill_ms_ > 0) queue_head_ = QueueHead::Served;
+    if (gaps > 0 && uncapped_step_ && prefill_ms_ > 0) queue_head_.bulk_served();
     stats.prefill_ms += prefill_ms_;
     // Requests still being prefilled show as prefill rows of their own.
     for (const auto& r : prefilling_) {
@@ -304,7 +304,7 @@ void BatchRunner::drop_finished() {
             continue;  // nothing changed: retried at the next step boundary
         }
         state_.erase(offset, r.rows());
-        if (queued_ > 0 && queue_head_ == QueueHead::None) queue_head_ = QueueHead::Waiting;
+        queue_head_.row_left(queued_);
         if (!r.multi_row()) {
             const double gaps = static_cast<double>(std::max<size_t>(r.generated.size(), 1) - 1);
             mean_gaps_ += (gaps - mean_gaps_) / static_cast<double>(std::min<int64_t>(++rows_left_, 16));

@@ -133,10 +133,7 @@ private:
     batching::StepCosts costs_;   // measured as the steps run (the budget in time)
     double prefill_ms_ = 0;       // of the step running now
     int64_t queued_ = 0;          // the engine's queue behind the admitted requests, at the step running now
-    // The queue's head (StepRows::queue_head): since the queue last was empty, no row has left
-    // (None), one has and no bulk step has let newcomers in since (Waiting), or one has (Served).
-    enum class QueueHead { None, Waiting, Served };
-    QueueHead queue_head_ = QueueHead::None;
+    batching::QueueHead queue_head_;   // StepRows::queue_head
     bool uncapped_step_ = false;  // the step running now prefills past the cap (unlimited or bulk)
     double predicted_prefill_ms_ = 0;  // what the fits predicted for that prefill
     bool predicted_complete_ = true;   // every fit it needed was ready

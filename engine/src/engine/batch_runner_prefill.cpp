@@ -66,7 +66,7 @@ BatchRunner::StepBudget BatchRunner::step_budget() const {
         rows.waiting_gaps += static_cast<double>(r->rows()) * std::max(static_cast<double>(r->certain_tokens_left() - 1), mean_gaps_);
     }
     rows.queued = queued_;
-    rows.queue_head = queue_head_ == QueueHead::Waiting;
+    rows.queue_head = queue_head_.waiting();
     const bool seq2seq = model_.is_encoder_decoder();
     const int64_t units = seq2seq ? model_.encoder_units() : 1;
     StepBudget b;
