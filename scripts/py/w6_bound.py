@@ -170,7 +170,9 @@ def joined_in(order, lengths, prompt_lens, t, c):
 
 # The engine's weight of a prompt token against a token to decode before it has measured both
 # (kPromptWeightPrior, engine/src/engine/batch_runner_prefill.cpp): it orders a batch's first wave.
+# Decoder-only models only: an encoder-decoder's prompts weigh nothing (BatchRunner::prompt_weight).
 PROMPT_WEIGHT_PRIOR = 0.5
+DECODER_ONLY = {"bloom"}
 
 
 def prompt_weight(t, c):
@@ -181,9 +183,10 @@ def prompt_weight(t, c):
 
 def packed_join_order(lengths, prompt_lens=None, weight=0.0):
     """The order packed() gives requests that all arrived together: shortest first, the last batch's
-    worth longest first (by new tokens). With `prompt_lens`, as the engine orders them since
-    2026-12-06 afternoon: shortest first by new tokens + w x prompt tokens, w PROMPT_WEIGHT_PRIOR for
-    the first wave (ordered before anything is measured) and `weight` for the rest."""
+    worth longest first (by new tokens). With `prompt_lens` (a decoder-only model), as the engine
+    orders them since 2026-12-06 afternoon: shortest first by new tokens + w x prompt tokens, w
+    PROMPT_WEIGHT_PRIOR for the first wave (ordered before anything is measured) and `weight` for the
+    rest."""
     n = len(lengths)
     cut = max(0, n - BATCH)
 
@@ -196,7 +199,7 @@ def packed_join_order(lengths, prompt_lens=None, weight=0.0):
     return head + middle + sorted(rest[len(middle):], key=lambda i: -lengths[i])
 
 
-def search_orders(lengths, prompt_lens, t, c, tries, seed=33):
+def search_orders(lengths, prompt_lens, t, c, tries, seed=33, weigh_prompts=True):
     """Hill climbing over join orders from the packed one (a swap or a move a try, kept when the TTFT
     p50 is no worse): [(TTFT p50, tokens/s, mean TTFT) against static, prefill paid] for the packed
     order, the lowest p50 found, and the lowest found at no higher mean TTFT and no lower tokens/s."""
@@ -206,11 +209,12 @@ def search_orders(lengths, prompt_lens, t, c, tries, seed=33):
         clock, ttft = joined_in(order, lengths, prompt_lens, t, c)
         return (statistics.median(ttft) / statistics.median(s_ttft), s_clock / clock,
                 statistics.mean(ttft) / statistics.mean(s_ttft))
-    packed_figures = figures(packed_join_order(lengths, prompt_lens, prompt_weight(t, c)))
+    weighed = prompt_lens if weigh_prompts else None
+    packed_figures = figures(packed_join_order(lengths, weighed, prompt_weight(t, c)))
     found = []
     for constrained in (False, True):
         rng = random.Random(seed)
-        order, best = packed_join_order(lengths, prompt_lens, prompt_weight(t, c)), packed_figures
+        order, best = packed_join_order(lengths, weighed, prompt_weight(t, c)), packed_figures
         for _ in range(tries):
             trial = list(order)
             i, j = rng.randrange(len(trial)), rng.randrange(len(trial))
@@ -260,7 +264,7 @@ def fitted(path):
     return a / b, c
 
 
-def round_bounds(path, lengths, prompt_lens):
+def round_bounds(path, lengths, prompt_lens, weigh_prompts=True):
     """The figures one round of the harness holds its policies to, from that round's static steps
     CSV (the step costs move with a shared machine's load: W6's BLOOM fitted a/b 8.0 and 13.0 in two static
     runs of one day on the Zen 4, and with them the bound of any order, 1.130x and 1.188x): the most tokens/s any order can
@@ -282,7 +286,7 @@ def round_bounds(path, lengths, prompt_lens):
                            "ttft_p50": statistics.median(k_ttft) / statistics.median(s_ttft)}}
     if c:
         p_clock, p_ttft = static_paid(lengths, prompt_lens, t, c)
-        order = packed_join_order(lengths, prompt_lens, prompt_weight(t, c))
+        order = packed_join_order(lengths, prompt_lens if weigh_prompts else None, prompt_weight(t, c))
         q_clock, q_ttft = joined_in(order, lengths, prompt_lens, t, c)
         out["packed_paid"] = {"tokens_per_s": p_clock / q_clock,
                               "ttft_p50": statistics.median(q_ttft) / statistics.median(p_ttft)}
@@ -333,7 +337,8 @@ def main():
                 prompt_lens = [len(p) for p in seeded_prompts(count, 8, 128)]
                 p_clock, p_ttft = static_paid(lengths, prompt_lens, t, c)
                 n_clock, n_ttft = joined_in(range(count), lengths, prompt_lens, t, c)
-                order = packed_join_order(lengths, prompt_lens, prompt_weight(t, c))
+                order = packed_join_order(lengths, prompt_lens if family in DECODER_ONLY else None,
+                                          prompt_weight(t, c))
                 k_clock, k_ttft = joined_in(order, lengths, prompt_lens, t, c)
                 best, fastest = None, 0.0
                 for r in range(1, BATCH + 1):
@@ -347,7 +352,8 @@ def main():
                       f"{p_clock / k_clock:.3f}, {statistics.median(k_ttft) / statistics.median(p_ttft):.3f} | | {best[1]} | "
                       f"{fastest:.3f} (at R = {best[1]}: {best[2]:.3f}) | {best[0]:.3f} |")
                 if args.search_orders > 0 and k in fits.get(family, []):
-                    searched.append((family, k, c, search_orders(lengths, prompt_lens, t, c, args.search_orders)))
+                    searched.append((family, k, c, search_orders(lengths, prompt_lens, t, c, args.search_orders,
+                                                                          weigh_prompts=family in DECODER_ONLY)))
     if searched:
         print(f"\nJoin orders searched ({args.search_orders} tries each; prefill paid, 32 rows, no target): "
               "TTFT p50, tokens/s and mean TTFT against static")

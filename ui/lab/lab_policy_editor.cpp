@@ -35,8 +35,9 @@ LabPolicyEditor::LabPolicyEditor(const QStringList& names, QWidget* parent) : QG
         col.batching->addItems({tr("continuous"), tr("static"), tr("continuous, packed")});
         col.batching->setAccessibleName(tr("%1: batching").arg(names[c]));
         col.batching->setToolTip(tr("Static: no request joins until the running batch has drained. Packed: requests "
-                                    "submitted together join shortest first (their new tokens, and their prompts weighed by what "
-                                    "prefill costs beside decoding), so that most answers come soonest, and "
+                                    "submitted together join shortest first (their new tokens and, for a decoder-only model, their "
+                                    "prompts weighed by what prefill costs beside decoding), so that most answers come "
+                                    "soonest, and "
                                     "the last batch's worth longest first, so that the batch stays full to its end "
                                     "(the longest start last; under a latency target the end joins shortest first too)"));
         col.max_batch = spin(this, 1, 4096, {}, tr("%1: max batch size").arg(names[c]), tr("Rows in a batch at most"));

@@ -169,8 +169,9 @@ constexpr int64_t kPrefillBudgetInTime = -1;
 enum class QueueOrder {
     Arrival,  // first come, first served
     // The requests that arrived together (at one step boundary) join shortest first (by
-    // max_new_tokens and prompt length, weighed by what prefill costs beside decoding), and the
-    // queue's last batch's worth longest first (batching/admission.h, packed_order).
+    // max_new_tokens and, decoder-only, prompt length, weighed by what prefill costs beside
+    // decoding), and the queue's last batch's worth longest first (batching/admission.h,
+    // packed_order).
     Pack,
 };
 
@@ -198,8 +199,9 @@ struct EngineOptions {
     int64_t max_batch_tokens = 16384;  // counts padding
     bool static_batching = false;      // no joins until the running batch drains (for comparison)
     // Arrival (the default): first come, first served. Pack: the requests that arrived at the same
-    // step boundary (a batch submitted at once) join shortest first by max_new_tokens (plus their
-    // prompt's tokens, each weighed by what its prefill costs against a row's share of a step)
+    // step boundary (a batch submitted at once) join shortest first by max_new_tokens (plus, for a
+    // decoder-only model, their prompt's tokens, each weighed by what its prefill costs against a
+    // row's share of a step)
     // while more wait than max_batch_size rows hold, so that most answers come soonest; the last
     // batch's worth (all of it joins as running rows leave) joins longest first, so that the
     // batch's last steps decode short requests rather than one long one beside empty rows. A

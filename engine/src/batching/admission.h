@@ -77,7 +77,7 @@ AdmissionResult admit(std::deque<Demand>& queue, const BatchShape& running, cons
 // which sorts by max_new_tokens + prompt_weight x prompt_tokens. A request's prompt is prefilled
 // while every running row waits, so a prompt token costs the queue behind it about
 // rows x (a prompt token's prefill) / (a full step) decoding tokens (BatchRunner::prompt_weight:
-// measured 0.33 on W6's BLOOM and 0.49 on its T5, the Zen 4). Sorted by new tokens alone, a
+// measured 0.33 on W6's BLOOM, the Zen 4; 0 for an encoder-decoder). Sorted by new tokens alone, a
 // batch's first wave held its longest prompts as often as its shortest, and the TTFT of all of it
 // waited for them: BLOOM, 64 requests of 32-512 prompt and 8-128 new tokens at once, 3 paired
 // rounds (docs/benchmarks.md, issue 33): TTFT p50 0.593x -> 0.349x static's, mean TTFT 0.638x ->

@@ -61,7 +61,8 @@ public:
     RowLimit row_limit(int64_t prompt_tokens, int64_t max_rows) const;
     // What a prompt token weighs against a token to decode, for QueueOrder::Pack
     // (batching::packed_order): a prompt token's prefill, as the fits measure it, over one row's
-    // share of a step of `max_rows` rows; kPromptWeightPrior until both have a sample.
+    // share of a step of `max_rows` rows; kPromptWeightPrior until both have a sample; 0 for an
+    // encoder-decoder model.
     double prompt_weight(int64_t max_rows) const;
     // Under a time-per-token target, before any request: times throwaway decoding steps of 1 and
     // `max_rows` rows (engine/decode_calibration.h) into StepCosts::decode_prior, so that the first

@@ -31,9 +31,8 @@ constexpr int64_t kMaxPassPositions = 1024;
 
 // A prompt token's weight against a token to decode (BatchRunner::prompt_weight) before the fits
 // have measured both: the first wave of a batch submitted at once is ordered before any step ran.
-// Measured on W6 (the Zen 4): 0.33 on its BLOOM, 0.49 on its T5; in the model of W6's steps
-// (scripts/py/w6_bound.py's simulation) any weight from 0.33 to 0.66 read mean TTFT within 1% of
-// the best of them on both.
+// Measured on W6's BLOOM (the Zen 4): 0.33; in the model of W6's steps (scripts/py/w6_bound.py's
+// simulation) any weight from 0.33 to 0.66 read mean TTFT within 1% of the best of them.
 constexpr double kPromptWeightPrior = 0.5;
 
 // The budget in time before a kind of prefill work has been measured once: the old default token
@@ -155,13 +154,14 @@ BatchRunner::RowLimit BatchRunner::row_limit(int64_t prompt_tokens, int64_t max_
 }
 
 double BatchRunner::prompt_weight(int64_t max_rows) const {
+    // Not for an encoder-decoder: its prompts' encoder layers run beside the decoding rows a few
+    // at a time, and ordered by the weight (0.38-0.49 measured) W6's T5 lost tokens/s and mean TTFT
+    // (docs/benchmarks.md, issue 33: 8 paired rounds on the Zen 4, tokens/s 1.12x -> 1.04x static's).
+    if (model_.is_encoder_decoder()) return 0;
     const batching::CostFit& decode = costs_.decode.ready() ? costs_.decode : costs_.decode_prior;
-    const bool seq2seq = model_.is_encoder_decoder();
-    const batching::CostFit& prefill = seq2seq ? costs_.encoder : costs_.prefill;
-    if (max_rows <= 0 || !decode.ready() || !prefill.ready()) return kPromptWeightPrior;
+    if (max_rows <= 0 || !decode.ready() || !costs_.prefill.ready()) return kPromptWeightPrior;
     const double row_ms = decode.predict(static_cast<double>(max_rows)) / static_cast<double>(max_rows);
-    // An encoder's x counts a prompt token once per unit (layer); a decoder's, once.
-    const double token_ms = prefill.slope() * static_cast<double>(seq2seq ? model_.encoder_units() : 1);
+    const double token_ms = costs_.prefill.slope();
     if (!(row_ms > 0) || !std::isfinite(token_ms)) return kPromptWeightPrior;
     return token_ms / row_ms;
 }
