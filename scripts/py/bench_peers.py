@@ -419,6 +419,9 @@ def main():
                          "MKL, OpenBLAS; llama.cpp's AVX2-only build)")
     ap.add_argument("--w6-models", default="t5,bloom", help="W6's models (t5, bloom)")
     ap.add_argument("--w6-no-poisson", action="store_true", help="W6 without its Poisson arrivals")
+    ap.add_argument("--w6-prompts", default="8-128",
+                    help="W6's prompt lengths in tokens, MIN-MAX (default 8-128; 32-512 is the long-prompt "
+                         "variant of docs/benchmarks.md)")
     ap.add_argument("--baseline-cli", default="",
                     help="another lorascope-cli (an older build): each of our systems also runs with it, right "
                          "after ours, as '<system>@base'; 'ours / this' is then new / baseline")
@@ -448,6 +451,12 @@ def main():
     if not ctx.w6_models or any(m not in w6.MODELS for m in ctx.w6_models):
         raise SystemExit(f"--w6-models: a comma-separated subset of {','.join(w6.MODELS)}")
     ctx.w6_poisson = not args.w6_no_poisson
+    try:
+        ctx.w6_prompts = tuple(int(x) for x in args.w6_prompts.split("-"))
+        if len(ctx.w6_prompts) != 2 or not 1 <= ctx.w6_prompts[0] <= ctx.w6_prompts[1]:
+            raise ValueError
+    except ValueError:
+        raise SystemExit(f"--w6-prompts: MIN-MAX tokens, 1 <= MIN <= MAX, got '{args.w6_prompts}'")
     ctx.batch = min(args.batch, QUICK["batch"]) if args.quick else args.batch
     ctx.systems = args.systems.split(",")
     ctx.prompts = models.prompts(64, 8, QUICK["max_len"] if args.quick else 128)

@@ -143,14 +143,15 @@ def run_w6(ctx, build, run_child, models):
         if ctx.quick:
             count, lo, hi = 8, 4, 16
         model_dir = build(ctx, "build_model", family, os.path.join(ctx.work, "models", family))
-        prompts = models.prompts(count, 8, 32 if ctx.quick else 128)
+        plo, phi = getattr(ctx, "w6_prompts", (8, 128))
+        prompts = models.prompts(count, 8, 32) if ctx.quick else models.prompts(count, plo, phi)
         lengths = new_tokens(count, lo, hi)
         expected = sum(lengths)
-        name = f"W6-{family}"
+        name = f"W6-{family}" + ("" if ctx.quick or (plo, phi) == (8, 128) else f"-prompts-{plo}-{phi}")
         prompt_lens = [len(p) for p in prompts]
 
         def bound_of(steps_csv):
-            return w6_bound.round_bounds(steps_csv, lengths, prompt_lens)
+            return w6_bound.round_bounds(steps_csv, lengths, prompt_lens, family in w6_bound.DECODER_ONLY)
         all_at_once = one_arrival(ctx, run_child, name, model_dir, write_workload(ctx, name, prompts, lengths, None),
                                   expected, bound_of)
         arrivals = [("all at once", all_at_once, {"kind": "all"})]
@@ -162,7 +163,8 @@ def run_w6(ctx, build, run_child, models):
                                  write_workload(ctx, stream_name, prompts, lengths, arrival), expected)
             arrivals.append(("Poisson", stream, arrival))
         for label, runs, arr in arrivals:
-            sections.append({"family": family, "requests": count, "new_tokens": [lo, hi], "arrival": arr,
+            sections.append({"family": family, "requests": count, "new_tokens": [lo, hi],
+                             "prompt_tokens": [8, 32] if ctx.quick else [plo, phi], "arrival": arr,
                              "label": label, "summary": summary(runs),
                              "runs": {p: [{k: v for k, v in r.items() if k not in ("requests_csv", "steps_csv")} for r in rs]
                                       for p, rs in runs.items()}})
@@ -175,12 +177,14 @@ def markdown(sections):
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in sections:
         arrival = s["label"] if s["arrival"]["kind"] == "all" else f"Poisson {s['arrival']['rate']:.2f}/s"
+        model = s["family"] + ("" if s.get("prompt_tokens", [8, 128]) == [8, 128] else
+                               " (prompts {}-{})".format(*s["prompt_tokens"]))
         for p in POLICIES:
             f = s["summary"][p]
             vs = f["vs_static"]
             target = f" ({f['tpot_target_ms']:.0f})" if p.endswith("target") else ""
             lines.append(
-                f"| {s['family']} | {arrival} | {p} | {f['tokens_per_s']:.1f} ({f['tokens_per_s_range'][0]:.0f}-"
+                f"| {model} | {arrival} | {p} | {f['tokens_per_s']:.1f} ({f['tokens_per_s_range'][0]:.0f}-"
                 f"{f['tokens_per_s_range'][1]:.0f}) | {vs['tokens_per_s']:.2f}x | {f['rows_while_queued']:.1f} | "
                 f"{f['mean_batch_rows']:.1f} | {f['ttft_p50_ms']:.0f} ({vs['ttft_p50']:.2f}x) | "
                 f"{f['per_token_p95_ms']:.1f}{target} | {f['e2e_ms']['p50']:.0f} / {f['e2e_ms']['p95']:.0f} / "
