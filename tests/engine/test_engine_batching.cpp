@@ -79,6 +79,33 @@ void run_all_and_compare(Engine& engine, const test::Variant& v, size_t copies =
     }
 }
 
+// Submits a greedy request per prompt index of `prompt_of` and max_new_tokens of `lengths` (engine
+// paused: one intake), runs them to the end, checks each against HF's greedy tokens cut at its length
+// and returns their ids (in submission order) and the order in which each first held a row.
+struct JoinRun {
+    std::vector<RequestId> ids, joined;
+};
+JoinRun run_join_order(const EngineOptions& options, const test::Variant& v, const std::vector<size_t>& prompt_of,
+                       const std::vector<int64_t>& lengths) {
+    const auto& prompts = v.records["prompts"];
+    const auto& greedy = v.records["greedy"];
+    auto engine = Engine::create(options);
+    StatsLog log;
+    log.attach(*engine);
+    auto sink = std::make_shared<CollectingSink>();
+    engine->set_paused(true);
+    JoinRun run;
+    for (size_t i = 0; i < lengths.size(); ++i)
+        run.ids.push_back(engine->submit(test::greedy_request(prompts[prompt_of[i]], lengths[i]), sink));
+    engine->set_paused(false);
+    [&] { QVERIFY(sink->wait_finished(run.ids.size())); }();
+    engine->wait_idle();
+    engine->set_stats_listener(nullptr);
+    for (size_t i = 0; i < run.ids.size(); ++i) check_greedy_prefix(*sink, run.ids[i], greedy[prompt_of[i]], lengths[i]);
+    run.joined = log.join_order();
+    return run;
+}
+
 // Submits `count` requests of `tokens` tokens each (EOS ignored), cycling through `prompts`:
 // rows that keep decoding while the request under test is prefilled under the budget.
 std::vector<RequestId> submit_leads(Engine& engine, const std::shared_ptr<CollectingSink>& sink,
@@ -163,28 +190,14 @@ private Q_SLOTS:
         QFETCH(QString, variant);
         QFETCH(bool, target);
         const auto v = test::load_variant(variant.toStdString());
-        const auto& prompts = v.records["prompts"];
-        const auto& greedy = v.records["greedy"];
         auto options = test::engine_options(v.dir, 3);
         options.queue_order = QueueOrder::Pack;
         // A target no step approaches: it changes the order's end, not what fits.
         if (target) options.tpot_target_ms = 60000;
-        auto engine = Engine::create(options);
-        StatsLog log;
-        log.attach(*engine);
-        auto sink = std::make_shared<CollectingSink>();
-        engine->set_paused(true);
-        std::vector<RequestId> ids;
-        const int64_t lengths[] = {7, 2, 6, 3, 5, 4};
         // One prompt: what a prompt token weighs (measured as the engine runs) cannot move the order.
-        const size_t prompt = 1;
-        for (int64_t i = 0; i < 6; ++i) ids.push_back(engine->submit(test::greedy_request(prompts[prompt], lengths[i]), sink));
-        engine->set_paused(false);
-        QVERIFY(sink->wait_finished(ids.size()));
-        engine->wait_idle();
-        engine->set_stats_listener(nullptr);
-        for (size_t i = 0; i < ids.size(); ++i) check_greedy_prefix(*sink, ids[i], greedy[prompt], lengths[i]);
-        const auto joined = log.join_order();
+        const auto run = run_join_order(options, v, std::vector<size_t>(6, 1), {7, 2, 6, 3, 5, 4});
+        const auto& ids = run.ids;
+        const auto& joined = run.joined;
         // 2, 3, 4 new tokens first; then the end longest first (7, 6, 5), or under a target shortest
         // first (5, 6, 7: the batch's last steps do not hold every row at its longest context).
         if (target)
@@ -207,31 +220,17 @@ private Q_SLOTS:
     void a_packed_queue_weighs_prompts() {
         QFETCH(QString, variant);
         const auto v = test::load_variant(variant.toStdString());
-        const auto& prompts = v.records["prompts"];
-        const auto& greedy = v.records["greedy"];
-        const size_t prompt_of[] = {3, 0, 4, 1};
-        const int64_t lengths[] = {2, 4, 5, 6};
+        const std::vector<size_t> prompt_of{3, 0, 4, 1};
         const size_t prompt_tokens[] = {60, 1, 3, 7};
-        for (size_t i = 0; i < 4; ++i) QCOMPARE(prompts[prompt_of[i]].size(), prompt_tokens[i]);
+        for (size_t i = 0; i < 4; ++i) QCOMPARE(v.records["prompts"][prompt_of[i]].size(), prompt_tokens[i]);
         auto options = test::engine_options(v.dir, 2);
         options.queue_order = QueueOrder::Pack;
-        auto engine = Engine::create(options);
-        StatsLog log;
-        log.attach(*engine);
-        auto sink = std::make_shared<CollectingSink>();
-        engine->set_paused(true);
-        std::vector<RequestId> ids;
-        for (size_t i = 0; i < 4; ++i)
-            ids.push_back(engine->submit(test::greedy_request(prompts[prompt_of[i]], lengths[i]), sink));
-        engine->set_paused(false);
-        QVERIFY(sink->wait_finished(ids.size()));
-        engine->wait_idle();
-        engine->set_stats_listener(nullptr);
-        for (size_t i = 0; i < ids.size(); ++i) check_greedy_prefix(*sink, ids[i], greedy[prompt_of[i]], lengths[i]);
+        const auto run = run_join_order(options, v, prompt_of, {2, 4, 5, 6});
+        const auto& ids = run.ids;
         if (variant == "bloom_4h")
-            QCOMPARE(log.join_order(), (std::vector<RequestId>{ids[1], ids[2], ids[3], ids[0]}));
+            QCOMPARE(run.joined, (std::vector<RequestId>{ids[1], ids[2], ids[3], ids[0]}));
         else
-            QCOMPARE(log.join_order(), (std::vector<RequestId>{ids[0], ids[1], ids[3], ids[2]}));
+            QCOMPARE(run.joined, (std::vector<RequestId>{ids[0], ids[1], ids[3], ids[2]}));
     }
 
     // A prefill budget far below the prompts' lengths, with a row already decoding (the budget
