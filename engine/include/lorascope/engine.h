@@ -201,14 +201,13 @@ struct EngineOptions {
     // Arrival (the default): first come, first served. Pack: the requests that arrived at the same
     // step boundary (a batch submitted at once) join shortest first by max_new_tokens (plus, for a
     // decoder-only model, their prompt's tokens, each weighed by what its prefill costs against a
-    // row's share of a step)
-    // while more wait than max_batch_size rows hold, so that most answers come soonest; the last
-    // batch's worth (all of it joins as running rows leave) joins longest first, so that the
-    // batch's last steps decode short requests rather than one long one beside empty rows. A
-    // request is only ever passed by requests that arrived with it, so nothing starves and a
-    // stream keeps its order. The longest of a batch start last. Where EOS ends requests well
-    // before max_new_tokens, the order knows less (it is all that is known before decoding).
-    // Measured: docs/benchmarks.md, issue 33.
+    // row's share of a step) while more wait than max_batch_size rows hold, so that most answers
+    // come soonest; the last batch's worth (all of it joins as running rows leave) joins longest
+    // first, so that the batch's last steps decode short requests rather than one long one beside
+    // empty rows. A request is only ever passed by requests that arrived with it, so nothing
+    // starves and a stream keeps its order. The longest of a batch start last. Where EOS ends
+    // requests well before max_new_tokens, the order knows less (it is all that is known before
+    // decoding). Measured: docs/benchmarks.md, issue 33.
     QueueOrder queue_order = QueueOrder::Arrival;
     // Bytes of resident adapter weights; 0 = unlimited. Soft: idle adapters are evicted least
     // recently used first, but adapters pinned by running requests stay, even over the budget.

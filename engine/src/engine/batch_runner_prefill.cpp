@@ -155,8 +155,9 @@ BatchRunner::RowLimit BatchRunner::row_limit(int64_t prompt_tokens, int64_t max_
 
 double BatchRunner::prompt_weight(int64_t max_rows) const {
     // Not for an encoder-decoder: its prompts' encoder layers run beside the decoding rows a few
-    // at a time, and ordered by the weight (0.38-0.49 measured) W6's T5 lost tokens/s and mean TTFT
-    // (docs/benchmarks.md, issue 33: 8 paired rounds on the Zen 4, tokens/s 1.12x -> 1.04x static's).
+    // at a time, and ordered by the weight (0.38-0.49 measured) W6's T5 lost tokens/s in 7 of 8
+    // paired rounds on the Zen 4 (docs/benchmarks.md, issue 33: median 1.11x -> 1.03x static's, mean
+    // TTFT 0.57x -> 0.59x).
     if (model_.is_encoder_decoder()) return 0;
     const batching::CostFit& decode = costs_.decode.ready() ? costs_.decode : costs_.decode_prior;
     if (max_rows <= 0 || !decode.ready() || !costs_.prefill.ready()) return kPromptWeightPrior;

@@ -12,29 +12,16 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "batching/step_costs.h"
 #include "models/model.h"
 
 namespace lorascope::engine_detail {
 
-// Decoding steps timed per size: the median of this many, after one that pays for the first touch
-// of the cache and the kernels' buffers. One timed step read a neighbour's burst as the machine's
-// speed, and the first wave, sized by it, cannot be grown back by a bulk step until its first row
-// leaves: W6's BLOOM at a 137 ms target (Zen 4, a neighbour at load ~2), a first wave of 24 rows
-// ran steps of ~105 ms while the 6 rows the limit then admitted waited 28 steps for their prefill
-// (TTFT p50 0.82x static's; 0.37-0.59x in rounds whose first wave held 32). 28 paired starts at
-// a 140 ms target: first waves below 32 rows 13 -> 6 (docs/benchmarks.md, issue 33). ~0.3 s more
-// at start.
-constexpr int kTimedSteps = 3;
-
 // Decoding steps of `rows` rows after one-token prompts (a cache of its own, no adapter, the
-// calling thread's compute threads): the median of kTimedSteps, in ms.
+// calling thread's compute threads), in ms: the median of a few, after one that pays for the first
+// touch of the cache and the kernels' buffers (decode_calibration.cpp says why a median).
 double time_decode_step(const models::Model& model, int64_t rows);
-
-// The median of `ms` (the upper one of an even count; 0 when empty).
-double median_step_ms(std::vector<double> ms);
 
 // Adds a step of 1 row and one of `max_rows` to `fit`: two sizes give it a slope and a fixed cost
 // (one sample alone predicts proportionally).
