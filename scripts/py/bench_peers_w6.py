@@ -143,7 +143,7 @@ def run_w6(ctx, build, run_child, models):
         if ctx.quick:
             count, lo, hi = 8, 4, 16
         model_dir = build(ctx, "build_model", family, os.path.join(ctx.work, "models", family))
-        plo, phi = getattr(ctx, "w6_prompts", (8, 128))
+        plo, phi = ctx.w6_prompts
         prompts = models.prompts(count, 8, 32) if ctx.quick else models.prompts(count, plo, phi)
         lengths = new_tokens(count, lo, hi)
         expected = sum(lengths)
