@@ -127,6 +127,9 @@ struct StepCosts {
     GapTail tail;      // the token gaps and those over the target (none: those in steps past the cap)
     GapTail bulk;      // under a target: the token gaps and those in bulk steps alone (time_budget.h, kBulkShare)
     GapWeightedStep typical;   // the decode-only step as the gaps see it (the cap's measure)
+
+    // The decoding step's measure: `decode` once it has a sample, `decode_prior` until then.
+    const CostFit& decode_or_prior() const { return decode.ready() ? decode : decode_prior; }
 };
 
 }  // namespace lorascope::batching

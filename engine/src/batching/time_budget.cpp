@@ -78,7 +78,7 @@ double TimePolicy::rows_ms() const {
 
 int64_t row_limit(const StepCosts& costs, const TimePolicy& policy, int64_t max_rows, double unit_ms,
                   const StepSeen& last) {
-    const CostFit& decode = costs.decode.ready() ? costs.decode : costs.decode_prior;
+    const CostFit& decode = costs.decode_or_prior();
     if (policy.target_ms <= 0 || !decode.ready()) return max_rows;
     if (policy.tail_share > 0) unit_ms = 0;
     const double rows = decode.largest_within(policy.rows_ms() - std::max(0.0, unit_ms));

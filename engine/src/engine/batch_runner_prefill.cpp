@@ -159,7 +159,7 @@ double BatchRunner::prompt_weight(int64_t max_rows) const {
     // paired rounds on the Zen 4 (docs/benchmarks.md, issue 33: median 1.11x -> 1.03x static's, mean
     // TTFT 0.57x -> 0.59x).
     if (model_.is_encoder_decoder()) return 0;
-    const batching::CostFit& decode = costs_.decode.ready() ? costs_.decode : costs_.decode_prior;
+    const batching::CostFit& decode = costs_.decode_or_prior();
     if (max_rows <= 0 || !decode.ready() || !costs_.prefill.ready()) return kPromptWeightPrior;
     const double row_ms = decode.predict(static_cast<double>(max_rows)) / static_cast<double>(max_rows);
     const double token_ms = costs_.prefill.slope();
