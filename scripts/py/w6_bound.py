@@ -209,12 +209,12 @@ def search_orders(lengths, prompt_lens, t, c, tries, seed=33, weigh_prompts=True
         clock, ttft = joined_in(order, lengths, prompt_lens, t, c)
         return (statistics.median(ttft) / statistics.median(s_ttft), s_clock / clock,
                 statistics.mean(ttft) / statistics.mean(s_ttft))
-    weighed = prompt_lens if weigh_prompts else None
-    packed_figures = figures(packed_join_order(lengths, weighed, prompt_weight(t, c)))
+    packed = packed_join_order(lengths, prompt_lens if weigh_prompts else None, prompt_weight(t, c))
+    packed_figures = figures(packed)
     found = []
     for constrained in (False, True):
         rng = random.Random(seed)
-        order, best = packed_join_order(lengths, weighed, prompt_weight(t, c)), packed_figures
+        order, best = list(packed), packed_figures
         for _ in range(tries):
             trial = list(order)
             i, j = rng.randrange(len(trial)), rng.randrange(len(trial))
