@@ -144,6 +144,7 @@ private Q_SLOTS:
         QCOMPARE(f.generated_tokens, int64_t(5));
         QCOMPARE(f.tokens_per_s, 2.5);
         QCOMPARE(f.ttft_p50_ms, 15.0);       // 10 and 20
+        QCOMPARE(f.ttft_mean_ms, 15.0);      // the request without a token has no TTFT
         QCOMPARE(f.per_token_p50_ms, 10.0);  // 20, 10, 10
         QCOMPARE(f.failed_requests, int64_t(1));
         QCOMPARE(QString::fromStdString(f.first_error), QStringLiteral("bad"));
@@ -170,6 +171,8 @@ private Q_SLOTS:
         timings[5] = {6, -1, -1, 7, 0, {}, true, FinishReason::Error, "bad", 1};          // no token: never good
         const BenchFigures f = compute_figures(steps, timings, 2.0, LatencyTargets{20, 12});
         QCOMPARE(f.e2e_p50_ms, 37.5);                    // 10, 30, 45, 50
+        QCOMPARE(f.e2e_mean_ms, 33.75);
+        QCOMPARE(f.ttft_mean_ms, 17.5);                  // 10, 40, 10, 10
         QCOMPARE(f.e2e_p99_ms, 45 + 0.97 * 5);
         QCOMPARE(f.queue_p50_ms, 4.0);                   // 1, 2, 4, 8, 20
         QCOMPARE(f.queue_p95_ms, 8 + 0.8 * 12);

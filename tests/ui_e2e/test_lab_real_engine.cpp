@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 
 #include "cli_process.h"
@@ -198,10 +199,11 @@ private Q_SLOTS:
             const auto steps = test::readCsv(out.filePath(QStringLiteral("lab-steps-%1.csv").arg(name)));
             const BenchFigures& f = runner->data(p).figures();
             QCOMPARE(qint64(requests.size()), f.requests);
-            std::vector<double> e2e, queue;
+            std::vector<double> e2e, queue, ttft;
             int64_t good = 0, tokens = 0, decoded = 0;
             for (const auto& r : requests) {
                 e2e.push_back(test::csvNumber(r, "e2e_ms"));
+                ttft.push_back(test::csvNumber(r, "ttft_ms"));
                 queue.push_back(test::csvNumber(r, "queue_ms"));
                 tokens += r.at(QStringLiteral("tokens")).toLongLong();
                 good += r.at(QStringLiteral("reason")) != QLatin1String("error") && test::csvNumber(r, "ttft_ms") <= targets.ttft_ms &&
@@ -218,6 +220,11 @@ private Q_SLOTS:
             auto shown = [&](int column) { return summary->data(summary->index(p, column)).toString(); };
             QCOMPARE(shown(LabSummaryModel::E2eP50), QString::number(percentile(e2e, 50), 'f', 1));
             QCOMPARE(shown(LabSummaryModel::E2eP99), QString::number(percentile(e2e, 99), 'f', 1));
+            const auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size()); };
+            QVERIFY(test::sameNumber(f.ttft_mean_ms, mean(ttft)));
+            QVERIFY(test::sameNumber(f.e2e_mean_ms, mean(e2e)));
+            QCOMPARE(shown(LabSummaryModel::TtftMean), QString::number(f.ttft_mean_ms, 'f', 1));
+            QCOMPARE(shown(LabSummaryModel::E2eMean), QString::number(f.e2e_mean_ms, 'f', 1));
             QCOMPARE(shown(LabSummaryModel::Goodput), QString::number(100.0 * double(good) / double(requests.size()), 'f', 1));
             QCOMPARE(shown(LabSummaryModel::GoodputRequests), QString::number(good));
             // The CDF ends at the slowest request, at 100 %.

@@ -25,10 +25,12 @@ int LabSummaryModel::columnCount(const QModelIndex& parent) const { return paren
 QString LabSummaryModel::figureName(int figure) {
     switch (figure) {
         case TokensPerS: return tr("Tokens\nper s");
+        case TtftMean: return tr("TTFT\nmean ms");
         case TtftP50: return tr("TTFT\np50 ms");
         case TtftP95: return tr("TTFT\np95 ms");
         case PerTokenP50: return tr("Token\np50 ms");
         case PerTokenP95: return tr("Token\np95 ms");
+        case E2eMean: return tr("E2E\nmean ms");
         case E2eP50: return tr("E2E\np50 ms");
         case E2eP95: return tr("E2E\np95 ms");
         case E2eP99: return tr("E2E\np99 ms");
@@ -52,10 +54,12 @@ QString LabSummaryModel::figureName(int figure) {
 QString LabSummaryModel::format(int figure, const BenchFigures& f) {
     switch (figure) {
         case TokensPerS: return QString::number(f.tokens_per_s, 'f', 1);
+        case TtftMean: return QString::number(f.ttft_mean_ms, 'f', 1);
         case TtftP50: return QString::number(f.ttft_p50_ms, 'f', 1);
         case TtftP95: return QString::number(f.ttft_p95_ms, 'f', 1);
         case PerTokenP50: return QString::number(f.per_token_p50_ms, 'f', 2);
         case PerTokenP95: return QString::number(f.per_token_p95_ms, 'f', 2);
+        case E2eMean: return QString::number(f.e2e_mean_ms, 'f', 1);
         case E2eP50: return QString::number(f.e2e_p50_ms, 'f', 1);
         case E2eP95: return QString::number(f.e2e_p95_ms, 'f', 1);
         case E2eP99: return QString::number(f.e2e_p99_ms, 'f', 1);

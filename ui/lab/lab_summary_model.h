@@ -14,7 +14,7 @@ namespace lorascope::ui {
 class LabSummaryModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Figure { TokensPerS, TtftP50, TtftP95, PerTokenP50, PerTokenP95, E2eP50, E2eP95, E2eP99, Goodput, MeanRows,
+    enum Figure { TokensPerS, TtftMean, TtftP50, TtftP95, PerTokenP50, PerTokenP95, E2eMean, E2eP50, E2eP95, E2eP99, Goodput, MeanRows,
                   PaddingShare, PeakKv, Steps, Generated, Requests, Failed, WallS, QueueP50, QueueP95, QueueP99,
                   GoodputRequests, FigureCount };
     using QAbstractTableModel::QAbstractTableModel;

@@ -4,12 +4,15 @@
 //
 // Definitions:
 //   tokens_per_s      generated tokens / wall seconds (first submit to last finish)
-//   ttft_ms           submit -> first token, per request that produced one (p50, p95)
+//   ttft_ms           submit -> first token, per request that produced one (mean, p50, p95). The mean
+//                     beside the median: when a burst of twice the batch arrives at once, the p50 is
+//                     the midpoint between the first wave's last first token and the next one's first,
+//                     and an order can move it while every other request waits longer
 //   per_token_ms      gaps between a request's consecutive tokens, all requests pooled (p50, p95)
 //   mean_batch_rows   rows per published step, averaged over steps
 //   padding_share     padded positions / (prefill + decode + padded positions), over all steps
 //   peak_kv_bytes     the largest kv_bytes_allocated of any step
-//   e2e_ms            submit -> last token, per request that produced one (p50, p95, p99): what a
+//   e2e_ms            submit -> last token, per request that produced one (mean, p50, p95, p99): what a
 //                     user who waits for the whole answer feels
 //   queue_ms          submit -> admitted into the batch (the engine's Usage::queue_ms), per request
 //                     that finished (p50, p95, p99)
@@ -48,9 +51,9 @@ struct BenchFigures {
     int64_t requests = 0, finished = 0, failed_requests = 0;
     int64_t generated_tokens = 0;
     double wall_s = 0, tokens_per_s = 0;
-    double ttft_p50_ms = 0, ttft_p95_ms = 0;
+    double ttft_mean_ms = 0, ttft_p50_ms = 0, ttft_p95_ms = 0;
     double per_token_p50_ms = 0, per_token_p95_ms = 0;
-    double e2e_p50_ms = 0, e2e_p95_ms = 0, e2e_p99_ms = 0;
+    double e2e_mean_ms = 0, e2e_p50_ms = 0, e2e_p95_ms = 0, e2e_p99_ms = 0;
     double queue_p50_ms = 0, queue_p95_ms = 0, queue_p99_ms = 0;
     LatencyTargets goodput_targets;        // what the goodput figures were counted against
     int64_t goodput_requests = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 namespace lorascope {
 
@@ -131,7 +132,11 @@ void add_step_figures(BenchFigures& f, const std::vector<StepStats>& steps) {
         f.steps_while_queued ? static_cast<double>(queued_rows) / static_cast<double>(f.steps_while_queued) : 0.0;
 }
 
-// The requests' figures: counts, tokens, latency percentiles and goodput.
+double mean_of(const std::vector<double>& values) {
+    return values.empty() ? 0.0 : std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+}
+
+// The requests' figures: counts, tokens, latency means and percentiles, and goodput.
 void add_request_figures(BenchFigures& f, const std::map<RequestId, RequestTiming>& timings, const LatencyTargets& targets) {
     std::vector<double> ttft, per_token, e2e, queue;
     f.goodput_targets = targets;
@@ -151,10 +156,12 @@ void add_request_figures(BenchFigures& f, const std::map<RequestId, RequestTimin
         }
         per_token.insert(per_token.end(), t.gaps_ms.begin(), t.gaps_ms.end());
     }
+    f.ttft_mean_ms = mean_of(ttft);
     f.ttft_p50_ms = percentile(ttft, 50);
     f.ttft_p95_ms = percentile(ttft, 95);
     f.per_token_p50_ms = percentile(per_token, 50);
     f.per_token_p95_ms = percentile(per_token, 95);
+    f.e2e_mean_ms = mean_of(e2e);
     f.e2e_p50_ms = percentile(e2e, 50);
     f.e2e_p95_ms = percentile(e2e, 95);
     f.e2e_p99_ms = percentile(e2e, 99);
