@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
-#include <numeric>
 #include <set>
 
 #include "cli_process.h"
@@ -138,9 +137,8 @@ private Q_SLOTS:
         QVERIFY(same(ttft_ms[QStringLiteral("p50")].toDouble(), percentile(ttft, 50)));
         QVERIFY(same(ttft_ms[QStringLiteral("p95")].toDouble(), percentile(ttft, 95)));
         // The means beside them, over the same requests.
-        const auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size()); };
-        QVERIFY(same(ttft_ms[QStringLiteral("mean")].toDouble(), mean(ttft)));
-        QVERIFY(same(e2e_ms[QStringLiteral("mean")].toDouble(), mean(e2e)));
+        QVERIFY(same(ttft_ms[QStringLiteral("mean")].toDouble(), test::meanOf(ttft)));
+        QVERIFY(same(e2e_ms[QStringLiteral("mean")].toDouble(), test::meanOf(e2e)));
 
         const QJsonObject goodput = report[QStringLiteral("goodput")].toObject();
         QCOMPARE(goodput[QStringLiteral("ttft_target_ms")].toDouble(), ttft_target);

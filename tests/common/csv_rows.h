@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <vector>
 
 namespace lorascope::test {
@@ -41,5 +42,10 @@ inline double csvNumber(const CsvRow& row, const char* column) { return row.at(Q
 
 // Equal up to the last bits that printing and parsing may change.
 inline bool sameNumber(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
+
+// The mean of values read back (a report's ttft_ms.mean, e2e_ms.mean); 0 for none, as the report gives.
+inline double meanOf(const std::vector<double>& values) {
+    return values.empty() ? 0.0 : std::accumulate(values.begin(), values.end(), 0.0) / double(values.size());
+}
 
 }  // namespace lorascope::test

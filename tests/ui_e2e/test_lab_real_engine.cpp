@@ -24,7 +24,6 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <numeric>
 #include <sstream>
 
 #include "cli_process.h"
@@ -220,9 +219,8 @@ private Q_SLOTS:
             auto shown = [&](int column) { return summary->data(summary->index(p, column)).toString(); };
             QCOMPARE(shown(LabSummaryModel::E2eP50), QString::number(percentile(e2e, 50), 'f', 1));
             QCOMPARE(shown(LabSummaryModel::E2eP99), QString::number(percentile(e2e, 99), 'f', 1));
-            const auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size()); };
-            QVERIFY(test::sameNumber(f.ttft_mean_ms, mean(ttft)));
-            QVERIFY(test::sameNumber(f.e2e_mean_ms, mean(e2e)));
+            QVERIFY(test::sameNumber(f.ttft_mean_ms, test::meanOf(ttft)));
+            QVERIFY(test::sameNumber(f.e2e_mean_ms, test::meanOf(e2e)));
             QCOMPARE(shown(LabSummaryModel::TtftMean), QString::number(f.ttft_mean_ms, 'f', 1));
             QCOMPARE(shown(LabSummaryModel::E2eMean), QString::number(f.e2e_mean_ms, 'f', 1));
             QCOMPARE(shown(LabSummaryModel::Goodput), QString::number(100.0 * double(good) / double(requests.size()), 'f', 1));
