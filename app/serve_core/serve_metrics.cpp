@@ -89,7 +89,7 @@ Metrics::Metrics(LatencyTargets goodput)
       request_queue_(duration_buckets()), request_inference_(duration_buckets()),
       request_per_token_(duration_buckets()), request_generated_(count_buckets()),
       request_input_length_(count_buckets()), batch_prefill_(duration_buckets()), batch_decode_(duration_buckets()),
-      request_e2e_(duration_buckets()), latency_(goodput) {}
+      request_e2e_(duration_buckets()), request_ttft_(duration_buckets()), latency_(goodput) {}
 
 void Metrics::on_step(const StepStats& stats) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -121,7 +121,10 @@ void Metrics::on_submitted() {
 void Metrics::on_finished(const FinishEvent& e, double validation_s, double total_s) {
     std::lock_guard<std::mutex> lock(mutex_);
     --in_engine_;
-    if (const auto e2e_s = latency_.on_finished(e)) request_e2e_.observe(*e2e_s);
+    if (const auto served = latency_.on_finished(e)) {
+        request_e2e_.observe(served->e2e_s);
+        request_ttft_.observe(served->ttft_s);
+    }
     if (e.reason == FinishReason::Error) {
         ++request_failure_["generation"];
         return;
@@ -227,7 +230,7 @@ std::string Metrics::render() const {
     single(out, "lorascope_connections_open", "gauge", "Connections held open, idle and slow ones included",
            static_cast<double>(open_connections_));
     by_cause(out, "lorascope_connections_closed", "Connections the server closed on its own, by cause", "why", closed_);
-    latency_.render(out, request_e2e_);
+    latency_.render(out, request_e2e_, request_ttft_);
     return out;
 }
 

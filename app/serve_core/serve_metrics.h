@@ -67,7 +67,7 @@ private:
     StepStats last_step_;
     uint64_t steps_prefill_ = 0, steps_decode_ = 0;
     Histogram request_duration_, request_validation_, request_queue_, request_inference_, request_per_token_,
-        request_generated_, request_input_length_, batch_prefill_, batch_decode_, request_e2e_;
+        request_generated_, request_input_length_, batch_prefill_, batch_decode_, request_e2e_, request_ttft_;
     LatencyMetrics latency_;
 };
 

@@ -67,6 +67,31 @@ std::map<std::string, double> samples(const std::string& text) {
 
 bool same(double a, double b) { return std::abs(a - b) <= 1e-12 * std::max(1.0, std::abs(b)); }
 
+// `name`'s histogram and recent percentiles in the samples `m` against the served requests' values:
+// every one counted in the first bucket at or above it, the percentiles as bench computes them.
+void check_latency(const std::map<std::string, double>& m, const std::string& name, const std::vector<double>& values_ms) {
+    QCOMPARE(m.at(name + "_count"), double(values_ms.size()));
+    double sum = 0;
+    for (double v : values_ms) sum += v / 1000.0;
+    QVERIFY2(same(m.at(name + "_sum"), sum), name.c_str());
+    int buckets = 0;
+    const std::string prefix = name + "_bucket{le=\"";
+    for (const auto& [key, value] : m) {
+        if (key.rfind(prefix, 0) != 0) continue;
+        const std::string le = key.substr(prefix.size(), key.size() - prefix.size() - 2);
+        const double bound = le == "+Inf" ? HUGE_VAL : std::stod(le);
+        double at_or_below = 0;
+        for (double v : values_ms) at_or_below += v / 1000.0 <= bound;
+        QVERIFY2(value == at_or_below, key.c_str());
+        ++buckets;
+    }
+    QCOMPARE(buckets, 36);   // 35 bounds and +Inf
+    for (const auto& [label, p] : {std::pair<const char*, double>{"p50", 50}, {"p95", 95}, {"p99", 99}}) {
+        const std::string key = name + "_recent{percentile=\"" + label + "\"}";
+        QVERIFY2(same(m.at(key), percentile(values_ms, p) / 1000.0), key.c_str());
+    }
+}
+
 }  // namespace
 
 class TestServeLatencyMetrics : public QObject {
@@ -82,7 +107,7 @@ private Q_SLOTS:
         ServeContext context(engine, test::scripted_served_model(64), tokenizer_.get(), options, nlohmann::json::object());
         const Routes routes(context);
         // Sent: k = 0..12, lengths 1..4 in turn.
-        std::vector<double> e2e_ms;
+        std::vector<double> e2e_ms, ttft_ms;
         int64_t good = 0, finished = 0;
         for (uint64_t k = 0; k <= 12; ++k) {
             const int64_t n = int64_t(k % 4) + 1;
@@ -96,6 +121,7 @@ private Q_SLOTS:
             if (k < 2) continue;   // failed, cancelled: not served
             const Timings t = timings_for(k);
             e2e_ms.push_back(t.ttft_ms + t.tpot_ms * double(n - 1));
+            ttft_ms.push_back(t.ttft_ms);
             const double tpot = n > 1 ? t.tpot_ms : 0.0;
             good += t.ttft_ms <= options.goodput.ttft_ms && tpot <= options.goodput.tpot_ms;
         }
@@ -111,29 +137,12 @@ private Q_SLOTS:
         QVERIFY(d.reply && d.reply->status == 200);
         const std::string& text = d.reply->body;
         QVERIFY(text.find("# TYPE lorascope_request_e2e_duration histogram") != std::string::npos);
+        QVERIFY(text.find("# TYPE lorascope_request_ttft_duration histogram") != std::string::npos);
         const auto m = samples(text);
-        // The histogram: every served request, counted in the first bucket at or above it.
-        QCOMPARE(m.at("lorascope_request_e2e_duration_count"), double(e2e_ms.size()));
-        double sum = 0;
-        for (double v : e2e_ms) sum += v / 1000.0;
-        QVERIFY(same(m.at("lorascope_request_e2e_duration_sum"), sum));
-        int buckets = 0;
-        for (const auto& [key, value] : m) {
-            const std::string prefix = "lorascope_request_e2e_duration_bucket{le=\"";
-            if (key.rfind(prefix, 0) != 0) continue;
-            const std::string le = key.substr(prefix.size(), key.size() - prefix.size() - 2);
-            const double bound = le == "+Inf" ? HUGE_VAL : std::stod(le);
-            double at_or_below = 0;
-            for (double v : e2e_ms) at_or_below += v / 1000.0 <= bound;
-            QVERIFY2(value == at_or_below, key.c_str());
-            ++buckets;
-        }
-        QCOMPARE(buckets, 36);   // 35 bounds and +Inf
-        // The percentiles, as bench computes them over the same requests.
-        for (const auto& [label, p] : {std::pair<const char*, double>{"p50", 50}, {"p95", 95}, {"p99", 99}}) {
-            const std::string key = std::string("lorascope_request_e2e_duration_recent{percentile=\"") + label + "\"}";
-            QVERIFY2(same(m.at(key), percentile(e2e_ms, p) / 1000.0), key.c_str());
-        }
+        check_latency(m, "lorascope_request_e2e_duration", e2e_ms);
+        if (QTest::currentTestFailed()) return;
+        check_latency(m, "lorascope_request_ttft_duration", ttft_ms);
+        if (QTest::currentTestFailed()) return;
         QCOMPARE(m.at("lorascope_goodput_requests"), double(good));
         QVERIFY(same(m.at("lorascope_goodput_ratio"), double(good) / double(finished)));
         QCOMPARE(m.at("lorascope_goodput_target_seconds{slo=\"ttft\"}"), 0.04);
@@ -143,23 +152,24 @@ private Q_SLOTS:
     // The percentiles are over the latest kWindow requests only: older ones drop out.
     void recentPercentilesForgetOldRequests() {
         LatencyMetrics latency({});
-        const Histogram e2e({1.0});
+        const Histogram e2e({1.0}), ttft({1.0});
         auto p50 = [&] {
             std::string out;
-            latency.render(out, e2e);
+            latency.render(out, e2e, ttft);
             return samples(out).at("lorascope_request_e2e_duration_recent{percentile=\"p50\"}");
         };
         FinishEvent f;
         f.reason = FinishReason::Length;
         f.usage.generated_tokens = 1;
         f.usage.time_to_first_token_ms = f.usage.total_ms = 1000;   // slow requests, then as many fast ones
-        for (size_t i = 0; i < LatencyMetrics::kWindow; ++i) QCOMPARE(*latency.on_finished(f), 1.0);
+        for (size_t i = 0; i < LatencyMetrics::kWindow; ++i) QCOMPARE(latency.on_finished(f)->e2e_s, 1.0);
         QCOMPARE(p50(), 1.0);
         f.usage.time_to_first_token_ms = f.usage.total_ms = 10;
-        for (size_t i = 0; i < LatencyMetrics::kWindow; ++i) QCOMPARE(*latency.on_finished(f), 0.01);
+        for (size_t i = 0; i < LatencyMetrics::kWindow; ++i) QCOMPARE(latency.on_finished(f)->e2e_s, 0.01);
         QCOMPARE(p50(), 0.01);
         std::string out;
-        latency.render(out, e2e);
+        latency.render(out, e2e, ttft);
+        QCOMPARE(samples(out).at("lorascope_request_ttft_duration_recent{percentile=\"p50\"}"), 0.01);
         QCOMPARE(samples(out).at("lorascope_goodput_ratio"), 1.0);   // no targets: every served request is good
     }
 };
