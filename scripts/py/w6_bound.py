@@ -27,7 +27,10 @@ every row cap R from 1 to 32 is tried; the best TTFT p50 any R gives is printed 
 the best tokens/s any R gives. Its no-target columns: continuous with 32 rows, each newcomer's
 whole prefill inside the step it joins.
 
-The paid rows are models, not bounds: under the target they spend no tail (the engine's bulk steps
+The paid rows are models, not bounds, but for their "any order" column: every prompt's prefill
+added at C a token to the fewest-step schedule, against static with its waves' prefill
+(any_order_paid: a bound while a step's prefill adds at least C a token, C being static's own
+rate). The rest: under the target they spend no tail (the engine's bulk steps
 do), and without one they keep the packed order, which is not the best for a TTFT p50 once prompts
 cost something. --search-orders N searches for orders that do better (hill climbing over join
 orders from the packed one, N tries, seeded; prefill paid, 32 rows, no target) and prints the lowest
@@ -95,6 +98,15 @@ def any_order(lengths, t):
     rows, and the longest request's steps."""
     tokens, steps = sum(lengths), max(-(-sum(lengths) // BATCH), max(lengths))
     return t(0) * steps + (t(1) - t(0)) * tokens
+
+
+def any_order_paid(lengths, prompt_lens, t, c):
+    """The fewest-step schedule of any_order with every prompt's prefill added at c a token: a bound,
+    not a model, as long as a step's prefill adds at least c a token to its decoding (c is fitted to
+    static's own prefill, whole waves in one pass, the cheapest a prompt token comes; a step that
+    prefills beside its rows shares their fixed part a, which any_order already counts once a step).
+    Static's clock to hold it against is static_paid's."""
+    return any_order(lengths, t) + c * sum(prompt_lens)
 
 
 def static_tpot_p95(lengths, t):
@@ -286,6 +298,7 @@ def round_bounds(path, lengths, prompt_lens, weigh_prompts=True):
                            "ttft_p50": statistics.median(k_ttft) / statistics.median(s_ttft)}}
     if c:
         p_clock, p_ttft = static_paid(lengths, prompt_lens, t, c)
+        out["any_order_paid_tokens_per_s"] = p_clock / any_order_paid(lengths, prompt_lens, t, c)
         order = packed_join_order(lengths, prompt_lens if weigh_prompts else None, prompt_weight(t, c))
         q_clock, q_ttft = joined_in(order, lengths, prompt_lens, t, c)
         out["packed_paid"] = {"tokens_per_s": p_clock / q_clock,
@@ -349,7 +362,8 @@ def main():
                         best = (ratio, r, p_clock / g_clock)
                 print(f"| {family}, prefill {c:.3g} b a token | {k:.1f} | {p_clock / n_clock:.3f} | "
                       f"{statistics.median(n_ttft) / statistics.median(p_ttft):.3f} | "
-                      f"{p_clock / k_clock:.3f}, {statistics.median(k_ttft) / statistics.median(p_ttft):.3f} | | {best[1]} | "
+                      f"{p_clock / k_clock:.3f}, {statistics.median(k_ttft) / statistics.median(p_ttft):.3f} | "
+                      f"{p_clock / any_order_paid(lengths, prompt_lens, t, c):.3f} | {best[1]} | "
                       f"{fastest:.3f} (at R = {best[1]}: {best[2]:.3f}) | {best[0]:.3f} |")
                 if args.search_orders > 0 and k in fits.get(family, []):
                     searched.append((family, k, c, search_orders(lengths, prompt_lens, t, c, args.search_orders,
